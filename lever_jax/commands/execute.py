@@ -1,0 +1,86 @@
+"""``lever-jax execute``: run every candidate of a samples file in the sandbox (cached).
+
+    lever-jax execute --dataset gsm8k --input samples.jsonl.gz --output executed.jsonl.gz \\
+        [--workers N] [--timeout S] [--memory-mb M] [--cache-dir D | --no-cache]
+
+Writes the executed file atomically (data contract, docs/data_format.md) and prints a summary
+(statuses, accuracy of the candidates, programs/s) to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any
+
+from lever_jax.data.schema import DATASETS
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("execute", help="execute candidates in the sandbox (cached)")
+    p.add_argument("--dataset", required=True, choices=DATASETS)
+    p.add_argument("--input", required=True, help="samples file (.jsonl or .jsonl.gz)")
+    p.add_argument("--output", required=True, help="executed file to write (.jsonl or .jsonl.gz)")
+    p.add_argument("--workers", type=int, default=None, help="sandbox workers (default: one per core)")
+    p.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds per program (default 10)")
+    p.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per program (default 1024)")
+    p.add_argument("--cache-dir", default=None, help="execution cache (default $LEVER_JAX_CACHE_DIR or "
+                   "~/.cache/lever_jax/execution)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from lever_jax.data.jsonl import DataFileError, read_problems, write_problems
+    from lever_jax.execution.base import Limits
+    from lever_jax.execution.cache import ExecutionCache
+    from lever_jax.execution.registry import get_executor
+    from lever_jax.execution.runner import RunStats, execute_problems
+    from lever_jax.execution.sandbox import Sandbox
+
+    if args.timeout <= 0 or args.memory_mb <= 0 or (args.workers is not None and args.workers <= 0):
+        print("error: --timeout, --memory-mb and --workers must be positive", file=sys.stderr)
+        return 2
+    executor = get_executor(args.dataset)
+    limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
+                                 memory_mb=args.memory_mb)
+    stats = RunStats()
+    correct = total = 0
+
+    def checked(problems: Any) -> Any:
+        for problem in problems:
+            if problem.dataset != args.dataset:
+                raise DataFileError(args.input, None, "dataset",
+                                    f"problem {problem.problem_id} is {problem.dataset!r}, not {args.dataset!r}")
+            yield problem
+
+    def counted(problems: Any) -> Any:
+        nonlocal correct, total
+        for problem in problems:
+            for candidate in problem.candidates:
+                total += 1
+                correct += bool(candidate.execution and candidate.execution.correct)
+            yield problem
+
+    cache = None if args.no_cache else ExecutionCache(args.cache_dir)
+    try:
+        with Sandbox(workers=args.workers, limits=limits) as sandbox:
+            problems = checked(read_problems(args.input))
+            executed = execute_problems(problems, executor, sandbox, cache, progress=not args.no_progress,
+                                        stats=stats)
+            count = write_problems(args.output, counted(executed))
+    except DataFileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    finally:
+        if cache is not None:
+            cache.close()
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(stats.statuses.items()))
+    print(
+        f"executed {count} problems, {stats.candidates} candidates: {stats.executed} run, {stats.cached} cached, "
+        f"{stats.deduplicated} duplicates; statuses: {statuses}; candidates correct {correct}/{total}; "
+        f"{stats.programs_per_s:.0f} programs/s; wrote {args.output}",
+        file=sys.stderr,
+    )
+    return 0

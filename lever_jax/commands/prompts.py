@@ -1,0 +1,56 @@
+"""``lever-jax prompts``: write LEVER-style few-shot prompts, one JSON object per problem.
+
+    lever-jax prompts --dataset gsm8k --split test > prompts.jsonl
+    lever-jax prompts --dataset mbpp --split test --output prompts.jsonl.gz --limit 10
+
+Each line: ``{"problem_id", "dataset", "prompt", "stop"}``. Sample completions with any LLM server,
+save them as ``{"problem_id", "response": <completion response>}`` lines and convert them with
+``lever-jax import --format openai``.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from typing import Any
+
+NAME = "prompts"
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(NAME, help="write LEVER few-shot prompts for sampling new pools",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", required=True, choices=("gsm8k", "mbpp", "humaneval", "spider", "wikitq"))
+    p.add_argument("--split", required=True)
+    p.add_argument("--variant", default=None, help="dataset variant, e.g. 'sanitized' for MBPP")
+    p.add_argument("--output", default="-", help="output JSONL (.gz ok); '-' = stdout (default)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    p.add_argument("--add-assertion-n", type=int, default=1, help="MBPP: test calls shown per task (LEVER: 1)")
+    p.add_argument("--show-assertions", action="store_true",
+                   help="MBPP: show full asserts (with expected values) instead of calls only")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from lever_jax.data import jsonl, prompts
+    from lever_jax.data.datasets import load_problems
+
+    problems = load_problems(args.dataset, args.split, args.variant)
+    if args.limit is not None:
+        problems = problems[: args.limit]
+    options: dict[str, Any] = {}
+    if args.dataset == "mbpp":
+        options = {"add_assertion_n": args.add_assertion_n, "test_input_only": not args.show_assertions}
+    try:
+        records = prompts.prompt_records(problems, **options)
+        if args.output == "-":
+            for record in records:
+                sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        else:
+            n = jsonl.write_json_lines(args.output, records)
+            print(f"wrote {n} prompts to {args.output}", file=sys.stderr)
+    except NotImplementedError as err:
+        print(f"lever-jax prompts: {err}", file=sys.stderr)
+        return 2
+    return 0

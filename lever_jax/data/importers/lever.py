@@ -1,0 +1,192 @@
+"""Import LEVER's released verification files (``<dataset>_codex_verification_<split>.jsonl``).
+
+Layout assumed (the field names LEVER's verification readers and ``create_verification_examples``
+use), one JSON object per line:
+
+    {"metadata": {<the original example>},
+     "gold_program":      {"code", "exec_result", "exec_match", ...},            # optional
+     "generated_program": {"code", "exec_result", "exec_match", ...},            # greedy, optional
+     "generated_programs": [{"code", "lower_code", "exec_result", "exec_match",
+                             "program_count", "gen_prob", "norm_gen_prob"}, ...]}
+
+- ``gen_prob`` = sum of token log-probs, ``norm_gen_prob`` = gen_prob / number of tokens, so
+  ``num_tokens = round(gen_prob / norm_gen_prob)``.
+- ``exec_result`` is a string (``"ERROR..."``) when execution failed, else the result (GSM8k: dict
+  of final locals; Spider/WikiTQ: a pandas ``to_dict(orient="tight")`` frame; MBPP: per-test
+  tracing states). ``exec_match`` is bool or 0/1 (MBPP: ``== 1`` means passed).
+- The pre-dedup layout (``generated_k_programs`` with ``program`` instead of ``code``, no
+  ``program_count``) and example fields at the top level instead of under ``metadata`` are read too.
+
+``metadata`` fields used: GSM8k ``question``, ``answer`` (number, or ``original_answer`` /
+``answer`` text ending in ``#### N``); MBPP ``task_id``, ``text``, ``code``, ``test_list``,
+``test_setup_code``, ``challenge_test_list``; Spider ``db_id``, ``question``, ``query``; WikiTQ
+(SQUALL) ``db_id`` (= table id), ``question``, ``query``, ``original_answer`` (target values).
+
+By default only candidates are imported (samples file; re-execute with ``lever-jax execute``).
+``recorded_execution=True`` also fills ``execution`` from ``exec_result``/``exec_match``
+(``details.recorded = true``; result keys are JSON renderings, not our executors' keys).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from lever_jax.data.importers.merge import merge_candidates
+from lever_jax.data.jsonl import DataFileError, PathLike, iter_json_lines
+from lever_jax.data.schema import Candidate, Execution, Problem
+
+_FILE_NAME = re.compile(r"(?P<dataset>spider|wikitq|gsm8k|mbpp)_\w*verification_(?P<split>train|dev|test)")
+MAX_KEY_CHARS = 512
+
+
+def infer_dataset_split(path: PathLike) -> tuple[str | None, str | None]:
+    """``mbpp_codex_verification_dev.jsonl`` -> ("mbpp", "dev")."""
+    match = _FILE_NAME.search(Path(str(path)).name)
+    return (match["dataset"], match["split"]) if match else (None, None)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(float(value)) else None
+    text = str(value)
+    if "####" in text:
+        text = text.rsplit("####", 1)[1]
+    try:
+        return float(text.strip().replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _problem_fields(dataset: str, md: Mapping[str, Any], split: str, index: int) -> tuple[str, str, dict, Any]:
+    """(problem_id, question, context, gold) from a LEVER example."""
+    if dataset == "gsm8k":
+        gold = _number(md.get("answer"))
+        if gold is None:
+            gold = _number(md.get("original_answer"))
+        if gold is None:
+            raise KeyError("answer")
+        return f"gsm8k-{split}-{index:04d}", str(md["question"]), {}, gold
+    if dataset == "mbpp":
+        context = {
+            "task_id": int(md["task_id"]),
+            "test_list": list(md["test_list"]),
+            "test_setup_code": md.get("test_setup_code") or "",
+            "challenge_test_list": list(md.get("challenge_test_list") or []),
+        }
+        return f"mbpp-{int(md['task_id'])}", str(md["text"]), context, md.get("code")
+    if dataset == "spider":
+        return f"spider-{split}-{index:04d}", str(md["question"]), {"db_id": str(md["db_id"])}, md.get("query")
+    if dataset == "wikitq":
+        target = md.get("original_answer", md.get("answer"))
+        if isinstance(target, str):
+            target = [target]
+        gold = None if target is None else [str(t) for t in target]
+        return f"wikitq-{split}-{index:04d}", str(md["question"]), {"table_id": str(md["db_id"])}, gold
+    raise ValueError(f"unknown dataset {dataset!r}")
+
+
+def _json_key(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    if len(text) > MAX_KEY_CHARS:
+        text = text[:200] + "...sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return text
+
+
+def _recorded_execution(dataset: str, pid: str, index: int, exec_result: Any, exec_match: Any) -> Execution:
+    correct = exec_match is True or (not isinstance(exec_match, bool) and exec_match == 1)
+    if isinstance(exec_result, str) or exec_result is None:
+        return Execution("error", f"error:{pid}:{index}", "ERROR" if exec_result is None else exec_result[:5000],
+                         error=None if exec_result is None else exec_result[:500], correct=False,
+                         details={"recorded": True})
+    key_value: Any = exec_result
+    if dataset == "gsm8k" and isinstance(exec_result, Mapping) and "answer" in exec_result:
+        number = _number(exec_result["answer"])
+        key_value = round(number, 6) if number is not None else exec_result["answer"]
+    return Execution("ok", _json_key(key_value), str(exec_result)[:5000], correct=correct,
+                     details={"recorded": True})
+
+
+def _program_dicts(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    programs = obj.get("generated_programs", obj.get("generated_k_programs"))
+    if not isinstance(programs, list):
+        raise KeyError("generated_programs")
+    return programs
+
+
+def _code(program: Any) -> str:
+    if isinstance(program, str):  # very old layout: a bare list of strings
+        return program
+    code = program.get("code", program.get("program"))
+    if not isinstance(code, str):
+        raise KeyError("code")
+    return code
+
+
+def import_lever(path: PathLike, dataset: str | None = None, split: str | None = None,
+                 recorded_execution: bool = False, source: str | None = None,
+                 ids_by_question: Mapping[str, str] | None = None) -> Iterator[Problem]:
+    """Stream problems from a LEVER verification file (see the module docstring for the layout).
+
+    Problem ids: ``mbpp-<task_id>``; otherwise ``ids_by_question[question]`` when given (e.g. the
+    bundled GSM8k ids, so imported pools line up with ``gsm8k-test-0000``...), else
+    ``<dataset>-<split>-<line index>``.
+    """
+    inferred_dataset, inferred_split = infer_dataset_split(path)
+    dataset = dataset or inferred_dataset
+    split = split or inferred_split or "unknown"
+    if dataset is None:
+        raise ValueError(f"cannot tell the dataset of {path}; pass dataset=")
+    source = source or "lever:" + Path(str(path)).name.split(".")[0]
+    for index, (lineno, obj) in enumerate(iter_json_lines(path)):
+        if not isinstance(obj, Mapping):
+            raise DataFileError(path, lineno, None, "expected a JSON object")
+        md = obj.get("metadata", obj)
+        try:
+            pid, question, context, gold = _problem_fields(dataset, md, split, index)
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataFileError(path, lineno, f"metadata.{err.args[0] if err.args else '?'}",
+                                "missing or malformed") from None
+        if ids_by_question is not None and dataset != "mbpp" and question in ids_by_question:
+            pid = ids_by_question[question]
+        greedy = obj.get("generated_program")
+        greedy_code = _code(greedy).strip() if isinstance(greedy, Mapping) and ("code" in greedy or "program" in greedy) else None
+        try:
+            programs = _program_dicts(obj)
+        except KeyError:
+            raise DataFileError(path, lineno, "generated_programs", "missing (or generated_k_programs)") from None
+        candidates = []
+        for i, program in enumerate(programs):
+            field = f"generated_programs[{i}]"
+            try:
+                code = _code(program).strip()
+            except (KeyError, AttributeError):
+                raise DataFileError(path, lineno, field + ".code", "missing (or 'program')") from None
+            info = program if isinstance(program, Mapping) else {}
+            gen, norm = info.get("gen_prob"), info.get("norm_gen_prob")
+            num_tokens = None
+            if isinstance(gen, (int, float)) and isinstance(norm, (int, float)) and norm != 0:
+                num_tokens = max(1, round(gen / norm))
+            count = info.get("program_count", 1)
+            if not isinstance(count, int) or count < 1:
+                raise DataFileError(path, lineno, field + ".program_count", f"expected an integer >= 1, got {count!r}")
+            execution = None
+            if recorded_execution:
+                if "exec_result" not in info or "exec_match" not in info:
+                    raise DataFileError(path, lineno, field + ".exec_result", "missing (needed for recorded execution)")
+                execution = _recorded_execution(dataset, pid, i, info["exec_result"], info["exec_match"])
+            candidates.append(Candidate(
+                program=code,
+                gen_logprob=None if gen is None else float(gen),
+                num_tokens=num_tokens,
+                count=count,
+                source=source,
+                is_greedy=greedy_code is not None and code == greedy_code,
+                execution=execution,
+            ))
+        yield Problem(pid, dataset, question, context, gold, merge_candidates(candidates))

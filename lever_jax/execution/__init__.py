@@ -1,0 +1,1 @@
+"""Sandboxed, parallel, cached execution of generated Python and SQL."""

@@ -1,0 +1,62 @@
+"""Interfaces shared by the sandbox and the dataset executors.
+
+The sandbox (``sandbox.py``) knows nothing about datasets: it runs a :class:`Task` -- the dotted
+name of a function plus a JSON-serialisable payload -- inside a resource-limited child process and
+returns a :class:`SandboxResult`. A :class:`DatasetExecutor` turns (problem, candidate) into a
+Task and the Task's result into the data contract's :class:`Execution`. Executors register
+themselves by dataset name in ``registry.py``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Protocol
+
+from lever_jax.data.schema import Candidate, Execution, Problem
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Resource limits applied to every sandboxed task."""
+
+    timeout_s: float = 10.0  # wall clock
+    cpu_s: int = 10  # RLIMIT_CPU
+    memory_mb: int = 1024  # RLIMIT_AS
+    file_size_mb: int = 16  # RLIMIT_FSIZE
+    open_files: int = 64  # RLIMIT_NOFILE
+    processes: int = 0  # extra processes a task may create (RLIMIT_NPROC where enforceable)
+    output_bytes: int = 64 * 1024  # captured stdout/stderr cap
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """Run ``function(payload)`` in the sandbox; ``function`` is ``"package.module:name"``.
+
+    The function must return a JSON-serialisable dict. It runs in a forked child with the
+    limits applied, so anything it does (including to the interpreter) is thrown away.
+    """
+
+    function: str
+    payload: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxResult:
+    """Outcome of one Task. ``status`` is one of the data contract's STATUSES."""
+
+    status: str
+    value: Mapping[str, Any] | None = None
+    error: str | None = None
+    stdout: str = ""
+    elapsed_s: float = 0.0
+
+
+class DatasetExecutor(Protocol):
+    """Executes candidates of one dataset. ``version`` is part of the cache key: bump it
+    whenever the produced Execution would change for the same program."""
+
+    dataset: str
+    version: str
+
+    def make_task(self, problem: Problem, candidate: Candidate) -> Task: ...
+
+    def to_execution(self, problem: Problem, candidate: Candidate, result: SandboxResult) -> Execution: ...

@@ -1,0 +1,193 @@
+"""Linux isolation primitives for the sandbox (ctypes wrappers; each degrades gracefully).
+
+Every function returns True when the protection is active and False when the kernel or our
+privileges refuse it, so that the sandbox can report which protections are in force
+(``Sandbox.protections()``) instead of silently pretending.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import resource
+import signal
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+# World-writable places an unprivileged task could otherwise leave files in.
+WRITABLE_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+
+_libc = None
+
+
+def libc() -> ctypes.CDLL:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _libc
+
+
+def _call(name: str, *args: object) -> bool:
+    try:
+        fn = getattr(libc(), name)
+    except (OSError, AttributeError):
+        return False
+    return fn(*args) == 0
+
+
+def prctl(option: int, arg: int) -> bool:
+    return _call("prctl", ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                 ctypes.c_ulong(0))
+
+
+def unshare(flags: int) -> bool:
+    return _call("unshare", ctypes.c_int(flags))
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> bool:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    return _call("mount", enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
+
+
+def private_network() -> bool:
+    """Move this process (and its future children) into an empty network namespace."""
+    return unshare(CLONE_NEWNET)
+
+
+def private_tmp(size_mb: int = 64) -> bool:
+    """New mount namespace with fresh, size-capped tmpfs over the world-writable directories.
+
+    Mount propagation is made private *first*, so nothing here can reach the host's mounts; if
+    that fails we mount nothing.
+    """
+    if not unshare(CLONE_NEWNS):
+        return False
+    if not mount(None, "/", None, MS_REC | MS_PRIVATE, None):
+        return False
+    ok = True
+    for path in WRITABLE_DIRS:
+        if os.path.isdir(path):
+            ok &= mount("lever_sandbox_tmp", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+    return ok
+
+
+def expose_paths(paths: list[str]) -> list[str]:
+    """Make ``paths`` reachable for unprivileged tasks inside our private mount namespace.
+
+    The interpreter may live under a directory only root can traverse (``/root`` is 0700 here),
+    which would make every not-yet-imported stdlib module unimportable after the uid drop. For
+    each such blocking ancestor we mount an empty tmpfs over it (hiding the rest of it) and
+    bind-mount the needed paths back. Only call this after :func:`private_tmp` succeeded (mount
+    propagation private). Returns the paths it exposed.
+    """
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)}):
+        blocked = None
+        parts = path.split("/")
+        for i in range(2, len(parts) + 1):
+            ancestor = "/".join(parts[:i])
+            if not os.stat(ancestor).st_mode & 0o001:
+                blocked = ancestor
+                break
+        if blocked is None or blocked == path:
+            continue
+        if any(path.startswith(kept + "/") for kept, _ in groups.get(blocked, [])):
+            continue  # an ancestor of it is exposed already
+        groups.setdefault(blocked, []).append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
+    exposed = []
+    for blocked, items in groups.items():
+        try:
+            if not mount("lever_sandbox_hide", blocked, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755"):
+                continue
+            for path, fd in items:
+                os.makedirs(path, exist_ok=True)
+                if mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None):
+                    exposed.append(path)
+        finally:
+            for _, fd in items:
+                os.close(fd)
+    return exposed
+
+
+def set_subreaper() -> bool:
+    """Orphaned descendants are re-parented to us, so we can see (and reap) escaped processes."""
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> bool:
+    return prctl(PR_SET_PDEATHSIG, int(sig))
+
+
+def no_new_privs() -> bool:
+    """setuid binaries can no longer raise privileges (must be set after dropping them)."""
+    return prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def drop_privileges(uid: int) -> None:
+    """Become ``uid`` / ``gid == uid`` with no supplementary groups (raises OSError on failure)."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+def set_limit(which: int, value: int) -> bool:
+    try:
+        resource.setrlimit(which, (value, value))
+        return True
+    except (ValueError, OSError):
+        return False
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process owned by ``uid`` (a forked helper calls ``kill(-1)`` as that uid).
+
+    Used after each task when a descendant escaped the task's process group (``setsid``).
+    Only valid when each uid belongs to a single sandbox slot.
+    """
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the helper child
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        except BaseException:  # noqa: BLE001
+            pass
+        os._exit(0)
+    while True:
+        try:
+            os.waitpid(pid, 0)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
+
+
+def reap_all() -> bool:
+    """Reap exited children without blocking; True when no children remain at all."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        except OSError as err:  # pragma: no cover
+            if err.errno == errno.EINTR:
+                continue
+            raise
+        if pid == 0:
+            return False

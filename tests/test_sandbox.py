@@ -1,0 +1,155 @@
+"""The sandbox: statuses, isolation, parallel map, worker replacement, no stray processes."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from lever_jax.execution.base import Limits, Task
+from lever_jax.execution.sandbox import Sandbox
+
+RUN = "lever_jax.execution.python_gsm8k:run"
+LIMITS = Limits(timeout_s=1.5, cpu_s=2, memory_mb=512, output_bytes=4096)
+
+
+def prog(source: str) -> Task:
+    return Task(RUN, {"program": source})
+
+
+def answer(result) -> object:
+    assert result.status == "ok", (result.status, result.error)
+    return result.value["number"]
+
+
+def processes_of_uids(uids: set[int]) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as handle:
+                    for line in handle:
+                        if line.startswith("Uid:"):
+                            if int(line.split()[1]) in uids:
+                                found.append(int(entry))
+                            break
+            except OSError:
+                continue
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(workers=2, limits=LIMITS) as box:
+        yield box
+
+
+def test_protections_are_reported(sandbox):
+    p = sandbox.protections()
+    for key in ("network_namespace", "private_tmp", "drop_privileges", "rlimits", "subreaper"):
+        assert key in p
+    if os.geteuid() == 0:
+        assert p["drop_privileges"] and p["task_uid"] != 0
+
+
+def test_ok_value_and_stdout(sandbox):
+    result = sandbox.run(prog("print('hello')\nanswer = 6 * 7"))
+    assert answer(result) == 42
+    assert result.stdout == "hello\n"
+    assert result.elapsed_s > 0
+
+
+def test_map_keeps_order_and_runs_in_parallel(sandbox):
+    tasks = [prog(f"answer = {i} * 2") for i in range(60)]
+    assert [answer(r) for r in sandbox.map(tasks)] == [i * 2 for i in range(60)]
+    seen = sorted(i for i, _ in sandbox.map_indexed(tasks[:10]))
+    assert seen == list(range(10))
+    start = time.monotonic()
+    results = list(sandbox.map([prog("import time\ntime.sleep(1.0)\nanswer = 1")] * 2))
+    assert [r.status for r in results] == ["ok", "ok"]
+    assert time.monotonic() - start < 1.9  # the two sleeps overlapped (2 workers)
+
+
+@pytest.mark.parametrize(
+    "source, status",
+    [
+        ("while True:\n    pass", "timeout"),
+        ("import time\ntime.sleep(30)", "timeout"),
+        ("print('x' * 100000)", "output_limit"),
+        ("x = bytearray(2 * 1024 ** 3)", "memory"),
+        ("raise ValueError('boom')", "error"),
+        ("import os\nos._exit(0)", "error"),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)", "killed"),
+        ("import sys\nsys.exit(3)", "error"),
+    ],
+)
+def test_statuses(sandbox, source, status):
+    result = sandbox.run(prog(source))
+    assert result.status == status, (result.status, result.error)
+
+
+def test_forged_result_on_stdout_is_ignored(sandbox):
+    forged = '{"status": "ok", "value": {"found": true, "number": 999}}'
+    result = sandbox.run(prog(f"print({forged!r})\nanswer = 1"))
+    assert answer(result) == 1
+
+
+def test_cpu_limit_is_a_timeout():
+    # SIGXCPU ignored: the hard limit (cpu_s + 1) SIGKILLs it; the wall clock is not what fired.
+    with Sandbox(workers=1, limits=Limits(timeout_s=120, cpu_s=1)) as box:
+        result = box.run(prog("import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass"))
+        assert result.status == "timeout"
+        assert "CPU" in result.error
+
+
+def test_child_cannot_signal_the_worker(sandbox):
+    result = sandbox.run(prog("import os\nos.kill(os.getppid(), 9)\nanswer = 1"))
+    if sandbox.protections()["drop_privileges"]:
+        assert result.status == "error" and "Operation not permitted" in (result.error or "")
+    assert answer(sandbox.run(prog("answer = 5"))) == 5
+
+
+def test_dead_worker_is_replaced_and_queued_tasks_survive():
+    with Sandbox(workers=1, limits=LIMITS) as box:
+        (pid,) = box.worker_pids()
+        tasks = [prog("import time\ntime.sleep(1.0)\nanswer = 0")] + [prog(f"answer = {i}") for i in range(1, 6)]
+        results = box.map_indexed(tasks)
+        os.kill(pid, signal.SIGKILL)  # worker dies while running task 0 (tasks 1.. are queued)
+        got = dict(results)
+        assert got[0].status == "killed"
+        assert [answer(got[i]) for i in range(1, 6)] == [1, 2, 3, 4, 5]
+        assert box.worker_pids() != [pid]
+        assert answer(box.run(prog("answer = 7"))) == 7
+
+
+def test_no_stray_processes_after_close():
+    box = Sandbox(workers=2, limits=LIMITS)
+    uids = {box.protections()["task_uid"] + i for i in range(2)} if box.protections()["drop_privileges"] else set()
+    workers = box.worker_pids()
+    bomb = "import os, time\nfor _ in range(50):\n    try:\n        if os.fork() == 0:\n            os.setsid()\n            time.sleep(60)\n    except OSError:\n        pass\ntime.sleep(60)"
+    daemon = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nanswer = 1"
+    results = list(box.map([prog(bomb), prog(daemon), prog("answer = 3")]))
+    assert results[0].status == "timeout"
+    assert answer(results[2]) == 3
+    box.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (any(alive(p) for p in workers) or processes_of_uids(uids)):
+        time.sleep(0.05)
+    assert not any(alive(p) for p in workers)
+    assert processes_of_uids(uids) == []
+
+
+def test_closed_sandbox_refuses_work():
+    box = Sandbox(workers=1, limits=LIMITS)
+    box.close()
+    with pytest.raises(RuntimeError):
+        box.run(prog("answer = 1"))
