@@ -1,11 +1,11 @@
 """From per-candidate verifier scores to LEVER's metrics and per-problem JSON score records.
 
 Inputs: an `inputs.EvalSet` (every candidate of every problem) and log P(yes) per candidate.
-Metrics (fractions in [0, 1], LEVER's names) come from `lever_jax.seqio_metrics.rerank_metrics`
-(the same numbers the SeqIO evaluation reports: binary_acc, rerank_acc,
-summing_agg_rerank_acc, voting_agg_rerank_acc and the baselines) plus the expected calibration
-error of P(yes) (`calibration_error`, 10 equal-width bins over candidates). Choices per method
-come from `lever_jax.scoring.rerank` / `rerank_voting` with dense result ids.
+Metrics (fractions in [0, 1]; the names of LEVER and of lever_jax.seqio_metrics): binary_acc,
+rerank_acc, summing_agg_rerank_acc, voting_agg_rerank_acc, and baselines (lm, verifier only,
+majority vote, random, oracle), from the choices of `lever_jax.baselines` (LEVER's through the
+jitted `lever_jax.scoring`) scored by `lever_jax.metrics`, plus the expected calibration error
+of P(yes) (`metrics.reliability`, 10 equal-width bins over candidates).
 
 GSM8k uses LEVER's length-normalised generation log-prob (`gen_normalize='mean'`) when the pool
 has real log-probs; the frequency fallback is never normalised.
@@ -16,11 +16,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from lever_jax import scoring
+from lever_jax import baselines, scoring
+from lever_jax import metrics as metrics_lib
 from lever_jax.inputs import EvalSet
-from lever_jax.seqio_metrics import GroupedScores, rerank_metrics
+from lever_jax.seqio_metrics import GroupedScores
 
-METHODS = ("rerank", "summing_agg", "voting_agg", "lm", "verifier_only", "majority_vote")
+METHODS = ("rerank", "summing_agg", "voting_agg", "lm", "verifier_only", "majority_vote", "oracle")
 
 
 def default_gen_normalize(dataset: str) -> str:
@@ -28,17 +29,14 @@ def default_gen_normalize(dataset: str) -> str:
 
 
 def calibration_error(p_yes: np.ndarray, labels: np.ndarray, num_bins: int = 10) -> float:
-    """Expected calibration error of P(yes) against the labels (equal-width bins)."""
-    p_yes, labels = np.asarray(p_yes, np.float64), np.asarray(labels, np.float64)
+    """Expected calibration error of P(yes) against the labels (`metrics.reliability`)."""
+    p_yes = np.asarray(p_yes, np.float64).reshape(1, -1)
     if p_yes.size == 0:
         return float("nan")
-    bins = np.minimum((p_yes * num_bins).astype(int), num_bins - 1)
-    total = 0.0
-    for b in range(num_bins):
-        sel = bins == b
-        if sel.any():
-            total += sel.sum() * abs(p_yes[sel].mean() - labels[sel].mean())
-    return float(total / p_yes.size)
+    with np.errstate(divide="ignore"):
+        logp = np.log(p_yes)
+    return metrics_lib.reliability(logp, np.asarray(labels, bool).reshape(1, -1),
+                                   np.ones_like(p_yes, bool), num_bins).ece
 
 
 def grouped(eval_set: EvalSet, verifier_logprob: np.ndarray,
@@ -63,31 +61,41 @@ def grouped(eval_set: EvalSet, verifier_logprob: np.ndarray,
         problem_index=np.arange(eval_set.num_problems, dtype=np.int32))
 
 
+def choices(g: GroupedScores) -> dict[str, np.ndarray]:
+    """Chosen candidate index per problem for every method (-1: none), via lever_jax.baselines."""
+    args = (g.gen_logprob, g.verifier_logprob, g.result_ids, g.mask)
+    return {
+        "rerank": baselines.lever(*args, aggregate=False),
+        "summing_agg": baselines.lever(*args, aggregate=True),
+        "voting_agg": baselines.lever_voting(*args),
+        "lm": baselines.max_gen_logprob(g.gen_logprob, g.mask),
+        "verifier_only": baselines.verifier_only(g.verifier_logprob, g.mask),
+        "majority_vote": baselines.majority_vote(g.result_ids, g.mask, g.counts),
+        "oracle": baselines.oracle(g.labels, g.mask),
+    }
+
+
 def compute_metrics(eval_set: EvalSet, verifier_logprob: np.ndarray,
                     gen_normalize: Optional[str] = None) -> dict[str, float]:
+    """LEVER's metrics (seqio_metrics names) + baselines + calibration error, in [0, 1]."""
     g = grouped(eval_set, verifier_logprob, gen_normalize)
-    out = rerank_metrics(g)
-    out["calibration_error"] = calibration_error(np.exp(verifier_logprob), eval_set.labels)
-    return out
-
-
-def choices(g: GroupedScores) -> dict[str, np.ndarray]:
-    """Chosen candidate index per problem for every method (-1: none)."""
-    dense = dict(ids_are_dense=True)
-    args = (g.gen_logprob, g.verifier_logprob, g.result_ids, g.mask)
-    with np.errstate(divide="ignore"):
-        log_counts = np.where(g.mask, np.log(np.maximum(g.counts, 1)), 0.0).astype(np.float32)
-    zeros = np.zeros_like(g.verifier_logprob)
-    outs = {
-        "rerank": scoring.rerank(*args, aggregate=False, **dense),
-        "summing_agg": scoring.rerank(*args, aggregate=True, **dense),
-        "voting_agg": scoring.rerank_voting(*args, **dense),
-        "lm": scoring.rerank(*args, gen_coef=1.0, verifier_coef=0.0, aggregate=False, **dense),
-        "verifier_only": scoring.rerank(*args, gen_coef=0.0, verifier_coef=1.0, aggregate=False, **dense),
-        "majority_vote": scoring.rerank(log_counts, zeros, g.result_ids, g.mask, gen_coef=1.0,
-                                        verifier_coef=0.0, aggregate=True, **dense),
+    picked = choices(g)
+    acc = {m: metrics_lib.accuracy(c, g.labels) for m, c in picked.items()}
+    out = {
+        "binary_acc": metrics_lib.binary_accuracy(g.verifier_logprob, g.labels, g.mask),
+        "rerank_acc": acc["rerank"],
+        "summing_agg_rerank_acc": acc["summing_agg"],
+        "voting_agg_rerank_acc": acc["voting_agg"],
+        "lm_rerank_acc": acc["lm"],
+        "verifier_only_rerank_acc": acc["verifier_only"],
+        "majority_vote_acc": acc["majority_vote"],
+        "random_acc": float(np.nanmean(baselines.random_expected(g.labels, g.mask, g.counts))),
+        "oracle_acc": acc["oracle"],
+        "calibration_error": metrics_lib.reliability(g.verifier_logprob, g.labels, g.mask).ece,
+        "num_problems": float(g.mask.shape[0]),
+        "num_candidates": float(g.mask.sum()),
     }
-    return {k: np.asarray(v.choice) for k, v in outs.items()}
+    return out
 
 
 def score_records(eval_set: EvalSet, verifier_logprob: np.ndarray,

@@ -13,21 +13,28 @@ Semantics follow LEVER's ``EndVerificationModel.aggregate_exec_results`` (Ni et 
 * "voting" (:func:`rerank_voting`): candidates with ``P(yes) < threshold`` add no mass, and a
   group's score is the logsumexp of its remaining members' ``gen_coef * log P_LM``.
 
+Group ties: mathematically equal groups (the same member scores in another order) differ by
+float rounding that depends on summation order, so LEVER's own choice between them is an accident
+of rounding. Here group scores within ``tie_rtol * max(1, |best|)`` (default 1e-5) of the best
+count as tied and the first group wins, on every path; ``tie_rtol=0`` compares exactly.
+
 Padding (``mask == False``) never wins and never adds mass; a row without any real candidate
-returns choice ``-1``. A row whose scores are NaN also returns ``-1`` (there is no meaningful
+returns choice ``-1``. A row with a NaN candidate score also returns ``-1`` (no meaningful
 answer); ``-inf`` scores (``log P(yes) = -inf``) are fine and produce finite gradients.
 
 Two group-score paths, chosen statically with ``ids_are_dense``:
 
-* arbitrary int32 ids: an ``N x N`` equality comparison per row (fused by XLA, no ``[B, N, N]``
-  buffer is needed, but the work is O(B * N^2));
+* arbitrary int32 ids: ``N x N`` equality comparisons per row (O(B * N^2) work, N exps per row);
 * dense ids (``0 <= id < N``; :func:`dense_group_ids` and ``lever_jax.data.arrays`` produce them,
-  numbered by first appearance): O(B * N) segment reductions over ``row * N + id``.
+  numbered by first appearance): one O(B * N) segment sum over ``row * N + id``, shifted by the
+  row max. If a whole group sits so far below its row's best (> ~69 nats) that the shifted sum
+  loses precision, a ``lax.cond`` recomputes with per-group shifts (segment max), so results are
+  exact either way and the common case pays for one scatter and one gather.
 
 The choice is computed the same way on both paths: the first unmasked index whose group score
-equals the row maximum. Because groups are ordered by their first member, that index is exactly
-the first member of the first best group, so the dense path does not even rely on the
-first-appearance numbering; it only needs ids in ``[0, N)``.
+is (within the tie tolerance of) the row maximum. Because groups are ordered by their first
+member, that index is the first member of the first best group, so the dense path does not rely
+on the first-appearance numbering; it only needs ids in ``[0, N)`` (others are clipped).
 """
 from __future__ import annotations
 
@@ -97,11 +104,6 @@ def _row_shift(scores: jax.Array) -> jax.Array:
     return jax.lax.stop_gradient(_finite_or_zero(jnp.max(scores, axis=-1, keepdims=True)))
 
 
-def _underflowed(scores: jax.Array, totals: jax.Array) -> jax.Array:
-    """True if some finite score sits in a group whose row-max-shifted total lost precision."""
-    return jnp.any(jnp.isfinite(scores) & (totals < _TINY))
-
-
 def _group_lse_pairwise(scores: jax.Array, ids: jax.Array) -> jax.Array:
     """Group logsumexp for arbitrary ids via ``N x N`` comparisons per row -> f32[B, N].
 
@@ -143,30 +145,42 @@ def _group_lse_segments_exact(scores: jax.Array, seg: jax.Array) -> jax.Array:
     return _gather(_safe_logsum(group_max, totals), seg, scores.shape)
 
 
-def _group_lse_segments(scores: jax.Array, seg: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _group_lse_segments(scores: jax.Array, seg: jax.Array) -> jax.Array:
     """Row-shifted group logsumexp for dense ids via one segment sum (see ``_segment_ids``).
 
     ``scores`` is -inf where a candidate adds no mass (so padding adds exactly 0 to whatever
-    segment it is sent to). Returns ``(group_lse f32[B, N], underflowed bool[])``.
+    segment it is sent to). Entries that need the exact path are set to +inf: a finite score in
+    a group whose shifted total lost precision (below ``_TINY``), or a NaN. The caller detects
+    them from the row maxima it computes anyway, so the check costs no extra pass.
     """
     shift = _row_shift(scores)
     totals = _gather(_segment_sum(jnp.exp(scores - shift), seg), seg, scores.shape)
-    return _safe_logsum(shift, totals), _underflowed(scores, totals)
+    bad = (jnp.isfinite(scores) & (totals < _TINY)) | jnp.isnan(totals)
+    return jnp.where(bad, jnp.inf, _safe_logsum(shift, totals))
 
 
 def _first_best(
-    scores: jax.Array, mask: jax.Array, candidate_scores: jax.Array, tie_rtol: jax.Array | float = 0.0
+    scores: jax.Array,
+    mask: jax.Array,
+    candidate_scores: jax.Array | None,
+    tie_rtol: jax.Array | float = 0.0,
+    best: jax.Array | None = None,
 ) -> jax.Array:
     """Lowest unmasked index whose score is within ``tie_rtol * max(1, |best|)`` of the row max
-    (exact max when ``tie_rtol == 0``); -1 if none (all padding) or a candidate score is NaN."""
-    masked = jnp.where(mask, scores, _NEG_INF)
-    best = jnp.max(masked, axis=-1, keepdims=True)
+    (exact max when ``tie_rtol == 0``); -1 if none (all padding) or a candidate score is NaN
+    (the NaN check is skipped when ``candidate_scores`` is None: the caller ruled NaN out).
+    ``scores`` must already be -inf on padding; ``best`` is their row max if already known."""
+    masked = scores
+    if best is None:
+        best = jnp.max(masked, axis=-1, keepdims=True)
     slack = tie_rtol * jnp.maximum(1.0, jnp.abs(jnp.where(jnp.isfinite(best), best, 0.0)))
     is_best = mask & (masked >= best - slack)
     # min over positions instead of argmax: a plain reduction, much cheaper on XLA:CPU
     width = scores.shape[-1]
     first = jnp.min(jnp.where(is_best, jnp.arange(width, dtype=jnp.int32), width), axis=-1)
-    valid = (first < width) & ~jnp.any(mask & jnp.isnan(candidate_scores), axis=-1)
+    valid = first < width
+    if candidate_scores is not None:
+        valid &= ~jnp.any(mask & jnp.isnan(candidate_scores), axis=-1)
     return jnp.where(valid, first, -1).astype(jnp.int32)
 
 
@@ -174,18 +188,18 @@ def _rerank_2d(
     scores: jax.Array,
     result_ids: jax.Array,
     mask: jax.Array,
-    mass: jax.Array,
+    mass: jax.Array | None,
     aggregate: bool,
     ids_are_dense: bool,
     tie_rtol: jax.Array,
 ) -> RerankOutput:
+    """Shared body of rerank / rerank_voting on [B, N]; ``mass=None`` means nothing is gated."""
     candidate_scores = jnp.where(mask, scores, _NEG_INF)
     if not aggregate:
         return RerankOutput(
             _first_best(candidate_scores, mask, candidate_scores), candidate_scores, candidate_scores
         )
-    contrib = mask & mass
-    contrib_scores = jnp.where(contrib, scores, _NEG_INF)
+    contrib_scores = candidate_scores if mass is None else jnp.where(mass, candidate_scores, _NEG_INF)
 
     def finish(group: jax.Array) -> RerankOutput:
         group = jnp.where(mask, group, _NEG_INF)
@@ -196,15 +210,21 @@ def _rerank_2d(
     if not ids_are_dense:
         return finish(_group_lse_pairwise(contrib_scores, result_ids))
     # Dense ids, fast path: one shift per row and a single segment sum. If a whole group sits so
-    # far (> ~69 nats) below its row's best that its shifted total loses precision, everything
-    # is recomputed with per-group shifts (lax.cond: the exact version only runs when needed; it
-    # sits at the very end so that the fast path fuses into as few passes as possible).
-    seg = _segment_ids(result_ids, mask)
-    fast, underflowed = _group_lse_segments(contrib_scores, seg)
-    fast_out = finish(fast)
+    # far (> ~69 nats) below its row's best that its shifted total loses precision, or a score
+    # is NaN, everything is recomputed with per-group shifts and per-row NaN checks (lax.cond:
+    # the exact version only runs when needed; it sits at the very end so that the fast path
+    # fuses into as few passes as possible).
+    fast = jnp.where(mask, _group_lse_segments(contrib_scores, _segment_ids(result_ids, mask)), _NEG_INF)
+    best = jnp.max(fast, axis=-1, keepdims=True)
+    needs_exact = jnp.any(best == jnp.inf)
+    if mass is not None:  # gated NaN candidates add no mass, so check them directly
+        needs_exact |= jnp.any(mask & jnp.isnan(candidate_scores))
+    fast_out = RerankOutput(
+        _first_best(fast, mask, None, tie_rtol, best=best), candidate_scores, fast
+    )
     return jax.lax.cond(
-        underflowed,
-        lambda: finish(_group_lse_segments_exact(contrib_scores, seg)),
+        needs_exact,
+        lambda: finish(_group_lse_segments_exact(contrib_scores, _segment_ids(result_ids, mask))),
         lambda: fast_out,
     )
 
@@ -231,7 +251,7 @@ def _unbatch(squeeze: bool, out: RerankOutput) -> RerankOutput:
 # Public API
 
 
-@functools.partial(jax.jit, static_argnames=("aggregate", "ids_are_dense"))
+@functools.partial(jax.jit, static_argnames=("aggregate", "ids_are_dense", "gate_threshold"))
 def rerank(
     gen_logprob: jax.Array,
     verifier_logprob: jax.Array,
@@ -242,7 +262,7 @@ def rerank(
     verifier_coef: float | jax.Array = 1.0,
     aggregate: bool = True,
     ids_are_dense: bool = False,
-    gate_threshold: float | jax.Array = 0.0,
+    gate_threshold: float | None = None,
     tie_rtol: float | jax.Array = DEFAULT_TIE_RTOL,
 ) -> RerankOutput:
     """LEVER reranking of ``[B, N]`` (or ``[N]``) candidates ("summing" aggregation).
@@ -252,16 +272,18 @@ def rerank(
     result_ids: int32 group ids (equal id <=> same execution result). Arbitrary values unless
       ``ids_are_dense``, where the caller promises ``0 <= id < N`` for unmasked candidates.
     mask: bool, True for real candidates.
-    gate_threshold: LEVER's ``exec_result_agg_threshold``; candidates with
-      ``P(yes) < gate_threshold`` keep their group membership but add no mass (LEVER adds -1e10
-      to their score, which in float32 erases them). 0.0 (LEVER's summing default) gates nothing.
-      Only used when ``aggregate``.
+    gate_threshold: LEVER's ``exec_result_agg_threshold`` (static: a new value recompiles);
+      candidates with ``P(yes) < gate_threshold`` keep their group membership but add no mass
+      (LEVER adds -1e10 to their score, which in float32 erases them). None or 0.0 (LEVER's
+      summing default) gates nothing. Only used when ``aggregate``. Compared in log space,
+      ``log P(yes) < log(gate_threshold)``, which equals LEVER's ``exp(log P(yes)) < t`` except
+      within float rounding of the threshold.
     tie_rtol: group scores within ``tie_rtol * max(1, |best|)`` of the best are tied (the first
       group wins). Mathematically equal groups (e.g. the same member scores in another order)
       differ by float rounding that depends on summation order; LEVER then picks whichever
       rounds higher. The tolerance makes such ties go to the first group on every path; 0.0
       restores exact comparison. Not used when ``aggregate=False`` (exact argmax, as LEVER).
-    Coefficients, thresholds and tolerances are traced: sweeping them does not recompile.
+    Coefficients and tie_rtol are traced: sweeping them does not recompile.
     """
     squeeze, (gen, ver, ids, mask) = _as_2d(gen_logprob, verifier_logprob, result_ids, mask)
     mask = mask.astype(bool)
@@ -270,7 +292,9 @@ def rerank(
     scores = _scaled(jnp.asarray(verifier_coef, jnp.float32), ver) + _scaled(
         jnp.asarray(gen_coef, jnp.float32), gen
     )
-    mass = ~(ver < jnp.log(jnp.asarray(gate_threshold, jnp.float32)))
+    mass = None
+    if gate_threshold is not None and gate_threshold > 0:
+        mass = ~(ver < jnp.log(jnp.float32(gate_threshold)))
     out = _rerank_2d(scores, ids, mask, mass, aggregate, ids_are_dense, jnp.asarray(tie_rtol, jnp.float32))
     return _unbatch(squeeze, out)
 
@@ -392,7 +416,7 @@ def rerank_reference(
     gen_coef: float = 1.0,
     verifier_coef: float = 1.0,
     aggregate: bool = True,
-    gate_threshold: float = 0.0,
+    gate_threshold: float | None = None,
     voting: bool = False,
     tie_rtol: float = DEFAULT_TIE_RTOL,
 ) -> RerankOutput:
@@ -443,7 +467,7 @@ def rerank_reference(
                 groups.append([n])
         # float32 log-space gate, as the jitted version computes it
         with np.errstate(divide="ignore"):
-            log_threshold = np.log(np.float32(gate_threshold))
+            log_threshold = np.log(np.float32(gate_threshold or 0.0))
         passes = {n: not (np.float32(ver[b, n]) < log_threshold) for n in real}
         scores = [_logsumexp([cand[b, n] for n in g if passes[n]]) for g in groups]
         for g, score in zip(groups, scores):

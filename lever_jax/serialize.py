@@ -8,7 +8,9 @@ One function per dataset, faithful to LEVER's released readers (see LEVER_NOTES 
 - GSM8k: ``{question} | {program} | {result_text}`` where ``result_text`` is the executor's
   ``str(dict of final locals)`` or ``ERROR``.
 - MBPP / HumanEval: ``# description\\n{text}\\n\\n# program\\n{code}\\n\\n# execution\\n{result_text}``
-  (``result_text`` = one ``# return: (type)=value`` line per test call); cut from the RIGHT.
+  (``result_text`` = one ``# return: (type)=value`` line per test call); cut from the RIGHT. For
+  HumanEval (not in LEVER) ``text`` is the entry point's docstring, since the program is the full
+  prompt + completion.
 
 The ablations of the paper are options (:class:`SerializeOptions`): drop the program, drop the
 execution result, add the database schema (Spider). Character truncation here is LEVER-style;
@@ -17,7 +19,9 @@ Pure python: no TF, no jax.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
 from typing import Any, Callable, Mapping
 
 from lever_jax.data.schema import Candidate, Problem
@@ -113,7 +117,30 @@ def serialize_gsm8k(problem: Problem, candidate: Candidate, options: SerializeOp
     return cut(" | ".join(parts), options.max_chars, "right")
 
 
+@functools.lru_cache(maxsize=4096)
+def prompt_docstring(prompt: str, entry_point: str | None = None) -> str | None:
+    """The docstring of ``entry_point`` (else of the last function) in a HumanEval prompt; None
+    when the prompt does not parse or has none."""
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return None
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    named = [f for f in functions if f.name == entry_point]
+    for fn in named or functions[::-1]:
+        doc = ast.get_docstring(fn, clean=True)
+        if doc:
+            return doc
+    return None
+
+
 def _description(problem: Problem) -> str:
+    """MBPP: the task text. HumanEval: the entry point's docstring (the program already holds the
+    whole prompt, so repeating it would only double the input); the question when there is none."""
+    if problem.dataset == "humaneval" and isinstance(problem.context.get("prompt"), str):
+        doc = prompt_docstring(problem.context["prompt"], problem.context.get("entry_point"))
+        if doc:
+            return doc
     return problem.question
 
 

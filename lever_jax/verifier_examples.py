@@ -4,9 +4,9 @@ Shared by the SeqIO tasks (``tasks/lever_tasks.py``) and the pure-numpy pipeline
 (``lever_jax/numpy_pipeline.py``) so both see exactly the same examples in the same order.
 
 Data layout: a *data dir* holds ``<dataset>/<split>.executed.jsonl[.gz]``. Task specs are discovered
-from the directory named by the ``LEVER_JAX_DATA_DIR`` env var (or an explicit argument), then the
-bundled GSM8k pool (``lever_jax/data/bundled/gsm8k_pool/<pool>.executed.jsonl.gz``, dataset
-``gsm8k_pool``), then the bundled fixtures' siblings if asked.
+from the directory named by the ``LEVER_JAX_DATA_DIR`` env var (or an explicit argument, or gin
+``discover_specs.data_dir``), then the bundled pools
+(``lever_jax/data/bundled/<dataset>_pool/<pool>.executed.jsonl.gz``, e.g. ``gsm8k_pool/code002``).
 
 Folds (k-fold pools, e.g. the GSM8k test-set pool): problem ``p`` is in fold
 ``int(sha256(f"{seed}:{p.problem_id}"), 16) % num_folds``. A hash (rather than a permutation) keeps
@@ -37,8 +37,12 @@ from lever_jax.data.schema import Problem
 from lever_jax.serialize import SerializeOptions, serialize, target_text, truncation_side
 
 DATA_DIR_ENV = "LEVER_JAX_DATA_DIR"
+POOL_SUFFIX = "_pool"
 POOL_DATASET = "gsm8k_pool"
-DEFAULT_POOL = "code002"
+# The pool that also gets the short fold names (lever_verify_<dataset>_pool_fold{i}_{role}); a pool
+# folder with a single pool file uses that one.
+DEFAULT_POOLS = {"gsm8k_pool": "code002", "humaneval_pool": "codegen16b"}
+SERIALIZER_DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
 DEFAULT_NUM_FOLDS = 5
 DEFAULT_FOLD_SEED = 0
 SUFFIXES = (".executed.jsonl.gz", ".executed.jsonl")
@@ -104,16 +108,30 @@ def discover_files(data_dir: str | os.PathLike) -> dict[tuple[str, str], Path]:
     return found
 
 
-def bundled_pool_files() -> dict[str, Path]:
-    """``{pool_name: path}`` for the bundled GSM8k pools that exist."""
-    folder = bundled_path(POOL_DATASET)
+def bundled_pool_files(dataset: str = POOL_DATASET) -> dict[str, Path]:
+    """``{pool_name: path}`` for the bundled pools of ``dataset`` (e.g. ``gsm8k_pool``) that exist."""
+    folder = bundled_path(dataset)
     if not folder.is_dir():
         return {}
     return {split: path for path in sorted(folder.iterdir()) if (split := _split_of(path)) is not None}
 
 
+def bundled_pools() -> dict[tuple[str, str], Path]:
+    """``{(pool_dataset, pool_name): path}`` for every bundled ``<dataset>_pool/`` folder."""
+    root = bundled_path()
+    found: dict[tuple[str, str], Path] = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name.endswith(POOL_SUFFIX)):
+        for pool, path in bundled_pool_files(folder.name).items():
+            found[(folder.name, pool)] = path
+    return found
+
+
+def is_pool(dataset: str) -> bool:
+    return dataset.endswith(POOL_SUFFIX)
+
+
 def _serializer_dataset(dataset: str) -> str:
-    return "gsm8k" if dataset == POOL_DATASET else dataset
+    return dataset[: -len(POOL_SUFFIX)] if is_pool(dataset) else dataset
 
 
 def fold_specs(dataset: str, split: str, path: Path, num_folds: int, fold_seed: int, prefix: str) -> list[TaskSpec]:
@@ -134,27 +152,31 @@ def discover_specs(
 ) -> list[TaskSpec]:
     """Every task spec: user files (``data_dir`` or ``$LEVER_JAX_DATA_DIR``), then bundled pools.
 
-    A dataset directory named ``gsm8k_pool`` (user or bundled) is treated as a k-fold pool: besides
-    ``lever_verify_gsm8k_pool_{pool}`` it gets ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}``,
-    and the default pool (``code002``) also the short names ``lever_verify_gsm8k_pool_fold{i}_{role}``.
+    A dataset directory named ``<dataset>_pool`` (user or bundled, e.g. ``gsm8k_pool``) is a k-fold
+    pool over test problems: besides ``lever_verify_gsm8k_pool_{pool}`` it gets
+    ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}``, and the default pool
+    (:data:`DEFAULT_POOLS`, or the only one) also ``lever_verify_gsm8k_pool_fold{i}_{train,eval}``.
     """
     data_dir = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
     files: dict[tuple[str, str], Path] = {}
     if data_dir is not None:
         files.update(discover_files(data_dir))
     if include_bundled:
-        for pool, path in bundled_pool_files().items():
-            files.setdefault((POOL_DATASET, pool), path)
+        for key, path in bundled_pools().items():
+            files.setdefault(key, path)
+    pools_per_dataset: dict[str, int] = {}
+    for dataset, _ in files:
+        pools_per_dataset[dataset] = pools_per_dataset.get(dataset, 0) + 1
     specs: list[TaskSpec] = []
     for (dataset, split), path in sorted(files.items()):
-        if _serializer_dataset(dataset) not in ("gsm8k", "mbpp", "humaneval", "spider", "wikitq"):
+        if _serializer_dataset(dataset) not in SERIALIZER_DATASETS:
             continue
         name = task_name(dataset, split)
         specs.append(TaskSpec(name, _serializer_dataset(dataset), split, path, num_folds=num_folds, fold_seed=fold_seed))
-        if dataset == POOL_DATASET:
+        if is_pool(dataset):
             specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, name))
-            if split == DEFAULT_POOL:
-                specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, task_name(dataset, "")[:-1]))
+            if DEFAULT_POOLS.get(dataset) == split or pools_per_dataset[dataset] == 1:
+                specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, f"lever_verify_{dataset}"))
     return specs
 
 

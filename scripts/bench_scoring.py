@@ -8,10 +8,13 @@ Compares, on random pools with realistic group sizes (3-10 result groups per row
   * the numpy reference (lever_jax.scoring.rerank_reference, plain loops, float64);
   * a literal Python port of LEVER's per-problem loop (aggregate_exec_results: greedy list of
     groups per problem, logsumexp per group).
-Compile time is reported separately; steady-state times are medians of --repeats runs with
-block_until_ready. Slow references run on a subset of rows and are scaled linearly (stated).
+Compile time is reported separately (first call); steady-state times are medians over --repeats
+interleaved rounds (every method once per round, so all see the same background load), with
+block_until_ready; wall and process CPU time are both reported (CPU time is steadier on a shared
+machine). Slow references run on a subset of rows and are scaled linearly (stated).
 
     nice .venv/bin/python scripts/bench_scoring.py [--sizes 1319x50,10000x100] [--repeats 11]
+        [--ref-rows 1000] [--breakdown]
 """
 from __future__ import annotations
 
@@ -82,15 +85,6 @@ def lever_python_loop(gen: np.ndarray, ver: np.ndarray, ids: np.ndarray, mask: n
     return choices
 
 
-def timed(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 @jax.jit
 def fused_pass(gen: jax.Array, ver: jax.Array, ids: jax.Array, mask: jax.Array) -> jax.Array:
     """The floor: one elementwise + argmax pass reading the same four inputs."""
@@ -107,69 +101,139 @@ def bench(batch: int, width: int, repeats: int, ref_rows: int) -> list[str]:
     pool = make_pool(batch, width)
     dev = {k: jax.device_put(v) for k, v in pool.items()}
     bytes_in = sum(pool[k].nbytes for k in ("gen", "ver", "dense_ids", "mask"))
-    lines = [f"### B={batch:,} x N={width}", ""]
-    rows: list[tuple[str, float, float | None]] = []
-
-    def jit_case(name: str, fn: Callable[[], object]) -> float:
+    g, v, m = dev["gen"], dev["ver"], dev["mask"]
+    dense, arbitrary = dev["dense_ids"], dev["arbitrary_ids"]
+    methods: dict[str, Callable[[], object]] = {
+        "fused pass (argmax gen+ver)": lambda: fused_pass(g, v, dense, m),
+        "fused pass (max gen+ver, no argmax)": lambda: fused_max(g, v, dense, m),
+        "rerank, dense ids (segment path)": lambda: scoring.rerank(g, v, dense, m, ids_are_dense=True),
+        "rerank, arbitrary ids (N x N path)": lambda: scoring.rerank(g, v, arbitrary, m),
+        "dense_group_ids + rerank dense": lambda: scoring.rerank(
+            g, v, scoring.dense_group_ids(arbitrary, m), m, ids_are_dense=True
+        ),
+        "rerank, aggregate=False": lambda: scoring.rerank(g, v, dense, m, aggregate=False),
+        "rerank_voting, dense ids": lambda: scoring.rerank_voting(g, v, dense, m, ids_are_dense=True),
+    }
+    compile_s = {}
+    for name, fn in methods.items():
         start = time.perf_counter()
         jax.block_until_ready(fn())
-        first = time.perf_counter() - start
-        steady = timed(fn, repeats)
-        rows.append((name, steady, max(first - steady, 0.0)))
-        return steady
+        compile_s[name] = time.perf_counter() - start
+    # interleaved rounds: every method sees the same background load
+    wall: dict[str, list[float]] = {name: [] for name in methods}
+    cpu: dict[str, list[float]] = {name: [] for name in methods}
+    for _ in range(repeats):
+        for name, fn in methods.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            jax.block_until_ready(fn())
+            wall[name].append(time.perf_counter() - w0)
+            cpu[name].append(time.process_time() - c0)
+    t = {name: statistics.median(x) for name, x in wall.items()}
+    c = {name: statistics.median(x) for name, x in cpu.items()}
 
-    g, v, m = dev["gen"], dev["ver"], dev["mask"]
-    t_fused = jit_case("fused pass (argmax gen+ver)", lambda: fused_pass(g, v, dev["dense_ids"], m))
-    t_floor = jit_case("fused pass (max gen+ver, no argmax)", lambda: fused_max(g, v, dev["dense_ids"], m))
-    t_dense = jit_case(
-        "rerank, dense ids (segment path)",
-        lambda: scoring.rerank(g, v, dev["dense_ids"], m, ids_are_dense=True),
-    )
-    t_arb = jit_case(
-        "rerank, arbitrary ids (N x N path)", lambda: scoring.rerank(g, v, dev["arbitrary_ids"], m)
-    )
-    t_dgi = jit_case(
-        "dense_group_ids + rerank dense",
-        lambda: scoring.rerank(
-            g, v, scoring.dense_group_ids(dev["arbitrary_ids"], m), m, ids_are_dense=True
-        ),
-    )
-    jit_case("rerank, aggregate=False", lambda: scoring.rerank(g, v, dev["dense_ids"], m, aggregate=False))
-
-    # correctness cross-check against the LEVER loop on the reference subset
+    # the slow references, on a subset of rows, scaled linearly
     sub = slice(0, min(ref_rows, batch))
     sub_arrays = [pool[k][sub] for k in ("gen", "ver", "arbitrary_ids", "mask")]
+    rows_timed = len(sub_arrays[0])
     start = time.perf_counter()
     loop_choice = lever_python_loop(*sub_arrays)
-    t_loop = (time.perf_counter() - start) * batch / len(loop_choice)
+    t_loop = (time.perf_counter() - start) * batch / rows_timed
     start = time.perf_counter()
     ref = scoring.rerank_reference(*sub_arrays, tie_rtol=0.0)
-    t_ref = (time.perf_counter() - start) * batch / len(loop_choice)
-    jit_choice = np.asarray(scoring.rerank(g, v, dev["dense_ids"], m, ids_are_dense=True).choice)
+    t_ref = (time.perf_counter() - start) * batch / rows_timed
+    jit_choice = np.asarray(methods["rerank, dense ids (segment path)"]().choice)
     agree_loop = float(np.mean(jit_choice[sub] == np.asarray(loop_choice)))
     agree_ref = float(np.mean(jit_choice[sub] == ref.choice))
-    scaled = "" if ref_rows >= batch else f" (timed on {ref_rows:,} rows, scaled x{batch / ref_rows:.1f})"
-    rows.append((f"numpy reference{scaled}", t_ref, None))
-    rows.append((f"LEVER Python loop{scaled}", t_loop, None))
+    scaled = "" if rows_timed >= batch else f" (timed on {rows_timed:,} rows, scaled x{batch / rows_timed:.1f})"
 
-    lines += ["| method | steady time (ms) | compile (ms) | GB/s in |", "|---|---:|---:|---:|"]
-    for name, t, comp in rows:
-        gbs = bytes_in / t / 1e9
-        comp_s = "-" if comp is None else f"{comp * 1e3:.0f}"
-        lines.append(f"| {name} | {t * 1e3:.2f} | {comp_s} | {gbs:.2f} |")
+    lines = [
+        f"### B={batch:,} x N={width}",
+        "",
+        "| method | wall median (ms) | CPU median (ms) | first call incl. compile (ms) | GB/s in (wall) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in methods:
+        lines.append(
+            f"| {name} | {t[name] * 1e3:.2f} | {c[name] * 1e3:.2f} | {compile_s[name] * 1e3:.0f}"
+            f" | {bytes_in / t[name] / 1e9:.2f} |"
+        )
+    lines.append(f"| numpy reference{scaled} | {t_ref * 1e3:.0f} | - | - | - |")
+    lines.append(f"| LEVER Python loop{scaled} | {t_loop * 1e3:.0f} | - | - | - |")
+    dense_name = "rerank, dense ids (segment path)"
+    fused_name = "fused pass (argmax gen+ver)"
     lines += [
         "",
         f"- inputs: {bytes_in / 1e6:.1f} MB (gen f32, verifier f32, ids i32, mask bool)",
-        f"- dense path vs LEVER Python loop: **{t_loop / t_dense:,.0f}x** faster;"
-        f" vs numpy reference: {t_ref / t_dense:,.0f}x",
-        f"- dense path vs fused pass: **{t_dense / t_fused:.2f}x** the fused time;"
-        f" N x N path: {t_arb / t_fused:.2f}x; dense_group_ids + dense: {t_dgi / t_fused:.2f}x;"
-        f" dense path vs the max-only pass: {t_dense / t_floor:.2f}x",
-        f"- agreement of choices with the LEVER loop / numpy reference (tie_rtol=0) on the"
-        f" subset: {agree_loop:.4f} / {agree_ref:.4f}",
+        f"- dense path vs LEVER Python loop: **{t_loop / t[dense_name]:,.0f}x** faster;"
+        f" vs numpy reference: {t_ref / t[dense_name]:,.0f}x",
+        f"- dense path / fused argmax pass: **{t[dense_name] / t[fused_name]:.2f}x** wall,"
+        f" {c[dense_name] / c[fused_name]:.2f}x CPU time;"
+        f" vs the max-only pass: {t[dense_name] / t['fused pass (max gen+ver, no argmax)']:.2f}x wall",
+        f"- N x N path / fused: {t['rerank, arbitrary ids (N x N path)'] / t[fused_name]:.1f}x;"
+        f" dense_group_ids + dense path / fused: {t['dense_group_ids + rerank dense'] / t[fused_name]:.1f}x",
+        f"- choices agree with the LEVER loop / numpy reference (tie_rtol=0) on the timed rows:"
+        f" {agree_loop:.4f} / {agree_ref:.4f}",
         "",
     ]
     return lines
+
+
+def breakdown(batch: int, width: int, repeats: int) -> list[str]:
+    """CPU time of cumulative prefixes of the dense path (where its time goes)."""
+    from lever_jax.scoring import _TINY, _gather, _row_shift, _segment_ids, _segment_sum
+
+    pool = make_pool(batch, width)
+    args = [jax.device_put(pool[k]) for k in ("gen", "ver", "dense_ids", "mask")]
+
+    def prefix(stage: int) -> Callable:
+        def run(gen, ver, ids, mask):
+            scores = jnp.where(mask, gen + ver, -jnp.inf)
+            if stage == 0:
+                return scores
+            seg = _segment_ids(ids, mask)
+            shift = _row_shift(scores)
+            weights = jnp.exp(scores - shift)
+            if stage == 1:
+                return scores, weights, seg
+            table = _segment_sum(weights, seg)
+            if stage == 2:
+                return scores, table
+            totals = _gather(table, seg, scores.shape)
+            if stage == 3:
+                return scores, totals
+            ok = totals >= _TINY
+            group = jnp.where(mask & ok, shift + jnp.log(jnp.where(ok, totals, 1.0)), -jnp.inf)
+            if stage == 4:
+                return scores, group
+            best = jnp.max(group, axis=-1, keepdims=True)
+            first = jnp.min(jnp.where(group >= best, jnp.arange(width), width), axis=-1)
+            return first, scores, group
+
+        return jax.jit(run)
+
+    names = [
+        "candidate scores",
+        "+ segment ids, row shift, exp",
+        "+ segment-sum scatter",
+        "+ gather back to candidates",
+        "+ logsumexp",
+        "+ choice (row max, first index)",
+    ]
+    fns = {name: prefix(i) for i, name in enumerate(names)}
+    fns["full rerank (dense)"] = jax.jit(lambda g, v, i, m: scoring.rerank(g, v, i, m, ids_are_dense=True))
+    fns["fused pass (argmax gen+ver)"] = fused_pass
+    for fn in fns.values():
+        jax.block_until_ready(fn(*args))
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.process_time()
+            jax.block_until_ready(fn(*args))
+            cpu[name].append(time.process_time() - start)
+    lines = [f"### Dense path breakdown, B={batch:,} x N={width} (CPU ms, cumulative)", ""]
+    lines += ["| prefix of the computation | CPU median (ms) |", "|---|---:|"]
+    lines += [f"| {name} | {statistics.median(x) * 1e3:.2f} |" for name, x in cpu.items()]
+    return lines + [""]
 
 
 def main() -> None:
@@ -177,15 +241,19 @@ def main() -> None:
     parser.add_argument("--sizes", default="1319x50,10000x100")
     parser.add_argument("--repeats", type=int, default=11)
     parser.add_argument("--ref-rows", type=int, default=2000, help="rows timed for the slow references")
+    parser.add_argument("--breakdown", action="store_true", help="also time prefixes of the dense path")
     args = parser.parse_args()
     out = [
         f"jax {jax.__version__}, backend {jax.default_backend()}, {os.cpu_count()} CPUs"
-        f" ({platform.processor() or platform.machine()}), median of {args.repeats}",
+        f" ({platform.processor() or platform.machine()}), median of {args.repeats} interleaved"
+        f" rounds; load average at start: {os.getloadavg()[0]:.1f}",
         "",
     ]
     for size in args.sizes.split(","):
         batch, width = (int(x) for x in size.lower().split("x"))
         out += bench(batch, width, args.repeats, args.ref_rows)
+        if args.breakdown:
+            out += breakdown(batch, width, args.repeats)
     print("\n".join(out))
 
 

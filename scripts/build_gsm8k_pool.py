@@ -141,7 +141,7 @@ def recorded_execution(problem_id: str, index: int, answer: Any, gold: float) ->
     if value is None:
         return Execution(
             status="error",
-            result_key=f"error:{problem_id}:{index}",
+            result_key=f"!err:{problem_id}:{index}",  # the executors' error-key prefix
             result_text="ERROR",
             error=f"recorded answer {str(answer)[:80]!r} is not a number",
             correct=False,
@@ -370,7 +370,7 @@ index = line of the original `test.jsonl`), gold = the number after `####` (comm
   `ok` when the recorded answer parses as a finite number (including sympy
   fractions recorded as `10/3`), else `error` (`[invalid]`, `None`,
   tuples such as `(4, 6.0)`, unsolved sympy expressions, missing); `result_key` = the answer
-  rounded to 1e-6 (`"18"`, `"3.5"`) for ok, a unique `error:<problem_id>:<index>` otherwise;
+  rounded to 1e-6 (`"18"`, `"3.5"`) for ok, a unique `!err:<problem_id>:<index>` otherwise (the executors' error-key prefix);
   `result_text` = `answer = <float>` (or `ERROR`) — a placeholder: the GSM8k executor replaces it
   with LEVER's verifier input (the dict of the program's final local variables) when it re-runs the
   samples file; `correct` = |answer - gold| <= 1e-4; `details.answer` holds the value and

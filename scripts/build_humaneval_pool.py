@@ -134,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     executed = args.out / "codegen16b.executed.jsonl.gz"
     if executed.exists():
         report["executed"] = executed_stats(executed)
+    stats_path = args.out / "stats.json"
+    if stats_path.exists() and (args.out / "codet_test_results.jsonl.gz").exists():
+        previous = json.loads(stats_path.read_text(encoding="utf-8"))
+        if "codet" in previous:  # written by scripts/run_codet_tests.py
+            report["codet"] = previous["codet"]
     jsonl.write_json(args.out / "stats.json", report)
     with jsonl.atomic_writer(args.out / "DATA_CARD.md") as fh:
         fh.write(render_card(report))
@@ -213,6 +218,21 @@ Not executed yet: `codegen16b.samples.jsonl.gz` has no `execution`. Run
 --output lever_jax/data/bundled/humaneval_pool/codegen16b.executed.jsonl.gz` (sandboxed) and then
 this script again to add pass@k to this card. LEVER_NOTES measured pass@1 22.1, pass@10 50.4,
 pass@100 73.8 (121/164 solvable), output-majority 30.2.
+"""
+    if "codet" in report:
+        ct = report["codet"]
+        executed += f"""
+## CodeT test results (`codet_test_results.jsonl.gz`)
+
+`python scripts/run_codet_tests.py --workers 2 --timeout 5` runs every distinct program against
+its problem's CodeT test cases (MBPP test runner, sandboxed; a program that times out fails all
+its tests) and stores, per problem, one '0'/'1' string per candidate of
+`codegen16b.samples.jsonl.gz` (`{{"problem_id", "num_tests", "passed": [...]}}`; {ct['problems_with_tests']} problems
+with tests). CodeT's dual agreement computed from it (clusters of programs passing the same
+tests; a random program of the best cluster, ties averaged; problems without tests fall back to a
+random sample): score sqrt(|programs|) x |tests| (CodeT's released code) **{ct['codet_sqrt_programs_x_tests']:.1f}**,
+|programs| x |tests| (the paper) **{ct['codet_programs_x_tests']:.1f}** (LEVER_NOTES: 37.3 and 36.4;
+CodeT's paper reports 36.7).
 """
     return f"""# HumanEval candidate pool: CodeGen-16B x 100 (CodeT's release)
 

@@ -4,8 +4,8 @@
 Corpus (in this order, one "sentence" per item; newlines kept inside items):
   1. the serialized verifier inputs (lever_jax.serialize, default options) and the yes/no target of
      every candidate in the bundled GSM8k pools (lever_jax/data/bundled/gsm8k_pool/*.executed.jsonl.gz);
-  2. question + gold program of every problem of the bundled datasets that load
-     (lever_jax.data.datasets: gsm8k train, mbpp, humaneval, ... - whichever are present);
+  2. question + gold program of every problem of the bundled datasets named by --datasets
+     (lever_jax.data.datasets; default gsm8k, mbpp, humaneval: every split of each);
   3. any extra executed files given with --executed.
 Model: unigram, byte_fallback (no unknown characters), identity normalisation and no whitespace
 folding (code indentation and every character survive a round trip), '\\n' as its own piece,
@@ -40,12 +40,10 @@ def executed_inputs(path: Path) -> Iterator[str]:
             yield target_text(cand)  # the decoder's yes/no targets are training text too
 
 
-def dataset_texts() -> Iterator[str]:
-    try:
-        from lever_jax.data import datasets
-    except ImportError:
-        return
-    for name in ("gsm8k", "mbpp", "humaneval", "spider", "wikitq"):
+def dataset_texts(names: list[str]) -> Iterator[str]:
+    from lever_jax.data import datasets
+
+    for name in names:
         try:
             module = datasets.dataset_module(name)
             splits = list(module.SPLITS)
@@ -69,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="lever_spm_8k")
     parser.add_argument("--out_dir", type=Path, default=ROOT / "lever_jax/data/bundled/vocab")
     parser.add_argument("--executed", type=Path, nargs="*", default=[], help="extra executed files")
-    parser.add_argument("--no_datasets", action="store_true", help="skip the bundled dataset texts")
+    parser.add_argument(
+        "--datasets", nargs="*", default=["gsm8k", "mbpp", "humaneval"],
+        help="bundled datasets whose question + gold program join the corpus (the shipped model: "
+        "gsm8k mbpp humaneval, the loaders that existed when it was trained)",
+    )
     args = parser.parse_args(argv)
 
     import sentencepiece as spm
@@ -84,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         items = list(executed_inputs(path))
         sources[str(path)] = len(items)
         corpus.extend(items)
-    if not args.no_datasets:
-        items = list(dataset_texts())
+    if args.datasets:
+        items = list(dataset_texts(args.datasets))
         sources["bundled dataset questions + gold programs"] = len(items)
         corpus.extend(items)
     if not corpus:

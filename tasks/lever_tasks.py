@@ -3,13 +3,20 @@
 Registration (:func:`register_lever_tasks`, also run once at import with the defaults):
 
 - every ``<data_dir>/<dataset>/<split>.executed.jsonl[.gz]`` (``data_dir`` argument, gin binding
-  ``register_lever_tasks.data_dir``, or env ``LEVER_JAX_DATA_DIR``) and the bundled GSM8k pools
-  (``lever_jax/data/bundled/gsm8k_pool/``) become ``lever_verify_{dataset}_{split}``;
-- k-fold pools (``gsm8k_pool``) also get ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}`` and,
-  for the default pool ``code002``, ``lever_verify_gsm8k_pool_fold{i}_{train,eval}`` (fold of a
-  problem: ``lever_jax.verifier_examples.fold_of``, a sha256 of seed and problem id);
+  ``discover_specs.data_dir``, or env ``LEVER_JAX_DATA_DIR``) and the bundled pools
+  (``lever_jax/data/bundled/<dataset>_pool/<pool>.executed.jsonl.gz``) become
+  ``lever_verify_{dataset}_{split}`` (e.g. ``lever_verify_gsm8k_pool_code002``);
+- k-fold pools (``*_pool``) also get ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}`` and,
+  for the default pool (``code002``; HumanEval ``codegen16b``), ``lever_verify_gsm8k_pool_fold{i}_{train,eval}``
+  (fold of a problem: ``lever_jax.verifier_examples.fold_of``, a sha256 of seed and problem id;
+  5 folds, seed 0 unless ``discover_specs.num_folds`` / ``fold_seed`` say otherwise);
 - mixture ``lever_verify_all_train``: every training task (split ``train``), equal rates
   (registered only when at least one exists).
+
+Gin: tasks are registered at import, before a gin file's bindings are parsed; call
+``register_lever_tasks()`` again after parsing (vocabulary and serialisation options are read
+lazily, when a dataset is built, so only a changed data dir or fold setting needs it). Set
+``LEVER_JAX_NO_AUTO_REGISTER=1`` to skip the import-time registration.
 
 The task name fixes the data; any seqio split name ('train', 'validation', 'test') yields it.
 Examples are streamed (``seqio.FunctionDataSource`` over ``tf.data.Dataset.from_generator``), one

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import gzip
 import json
 import warnings
@@ -128,9 +129,10 @@ def test_bundle_folders_have_licence_and_card(folder: str) -> None:
 # The GSM8k pools
 
 
-def _pool(name: str, kind: str = "executed"):
-    return list(jsonl.read_problems(bundled_path("gsm8k_pool", f"{name}.{kind}.jsonl.gz"),
-                                    require_execution=kind == "executed"))
+@functools.lru_cache(maxsize=None)
+def _pool(name: str, kind: str = "executed") -> tuple:
+    return tuple(jsonl.read_problems(bundled_path("gsm8k_pool", f"{name}.{kind}.jsonl.gz"),
+                                     require_execution=kind == "executed"))
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +175,7 @@ def test_gsm8k_pool_statistics_match_data_card(code002) -> None:
             if ex.status == "ok":
                 votes.setdefault(ex.result_key, [0, ex.correct])[0] += c.count
             else:
-                assert ex.result_key.startswith(f"error:{p.problem_id}:") and not ex.correct
+                assert ex.result_key.startswith(f"!err:{p.problem_id}:") and not ex.correct
         if votes:
             majority += max(votes.values(), key=lambda v: v[0])[1]
     assert round(100 * oracle / 1319, 1) == round(stats["code002"]["oracle"], 1) == 93.6
@@ -295,3 +297,16 @@ def test_verify_gold_command(dataset: str, split: str, capsys, tmp_path: Path) -
     assert json.loads(capsys.readouterr().out) == {"problems": 3, "executed": 3, "correct": 3}
     problems = list(jsonl.read_problems(out, require_execution=True))
     assert [p.candidates[0].source for p in problems] == ["gold"] * 3
+
+
+def test_verify_gold_reports_failures(monkeypatch, capsys) -> None:
+    from lever_jax.cli import main as cli_main
+
+    good, bad = datasets.load_problems("humaneval", "test")[:2]
+    bad = bad.replace(gold=bad.context["prompt"] + "    return None\n")
+    monkeypatch.setattr(datasets, "load_problems", lambda dataset, split, variant=None: [good, bad])
+    assert cli_main(["verify-gold", "--dataset", "humaneval", "--split", "test", "--workers", "1",
+                     "--show-failures"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["problems"], summary["executed"], summary["correct"]) == (2, 2, 1)
+    assert [f["problem_id"] for f in summary["failures"]] == ["humaneval-1"]

@@ -104,5 +104,5 @@ def test_cli_execute(tmp_path):
     assert [p.problem_id for p in executed] == ["p0", "p1", "p2"]
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0 and "0 run, 12 cached" in second.stderr
-    bad = subprocess.run(cmd[:4] + ["mbpp"] + cmd[5:], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(cmd[:5] + ["mbpp"] + cmd[6:], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and "not 'mbpp'" in bad.stderr

@@ -47,7 +47,7 @@ def test_lever_recorded_execution_groups_gsm8k_answers() -> None:
     assert [e.correct for e in ex] == [True, False, False, True]
     assert ex[0].result_key == ex[3].result_key  # 18 and 18.0000001 group at 1e-6
     assert ex[0].result_key != ex[1].result_key
-    assert ex[2].result_key == "error:gsm8k-dev-0000:2" and ex[2].error.startswith("ERROR")
+    assert ex[2].result_key == "!err:gsm8k-dev-0000:2" and ex[2].error.startswith("ERROR")
     assert all(e.details == {"recorded": True} for e in ex)
 
 

@@ -156,3 +156,18 @@ def test_pure_layers_do_not_import_tensorflow():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_find_spec_and_bundled_pools():
+    from lever_jax.verifier_examples import bundled_pools, find_spec
+
+    pools = bundled_pools()
+    if ("gsm8k_pool", "code002") in pools:
+        spec = find_spec("lever_verify_gsm8k_pool_fold3_train")
+        assert (spec.dataset, spec.split, spec.fold, spec.fold_role) == ("gsm8k", "code002", 3, "train")
+        assert spec.is_training and not find_spec("lever_verify_gsm8k_pool_fold3_eval").is_training
+    if ("humaneval_pool", "codegen16b") in pools:
+        assert find_spec("lever_verify_humaneval_pool_fold0_eval").dataset == "humaneval"
+    assert find_spec("lever_verify_spider_dev", FIXTURES).truncation_side == "left"
+    with pytest.raises(KeyError, match="no lever task"):
+        find_spec("lever_verify_nothing", FIXTURES)

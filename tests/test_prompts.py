@@ -86,3 +86,16 @@ def test_cli_prompts(tmp_path: Path, capsys) -> None:
 
     rows = [o for _, o in jsonl.iter_json_lines(out)]
     assert [r["problem_id"] for r in rows] == ["gsm8k-train-0000", "gsm8k-train-0001"]
+
+
+def test_sql_prompts_from_bundled_schemas() -> None:
+    spider = load_problems("spider", "dev")[0]
+    text = prompts.build_prompt(spider)
+    assert text.endswith(f"-- Database concert_singer:\n--  Table stadium: Stadium_ID, Location, Name, Capacity, "
+                         f"Highest, Lowest, Average\n--  Table singer: Singer_ID, Name, Country, Song_Name, "
+                         f"Song_release_year, Age, Is_male\n--  Table concert: concert_ID, concert_Name, Theme, "
+                         f"Stadium_ID, Year\n--  Table singer_in_concert: concert_ID, Singer_ID\n"
+                         f"-- Question: {spider.question}\n-- SQL:")
+    headers = prompts.wikitq_table_headers("204_126")["main_table"]
+    exemplar = next(e for e in prompts.exemplars("wikitq") if e["db_id"] == "204_126")
+    assert headers == prompts._exemplar_headers(exemplar)["main_table"]  # same renaming as LEVER's file

@@ -120,3 +120,14 @@ def test_cut_keeps_the_requested_end(text, n, side):
     out = cut(text, n, side)
     assert len(out) == min(len(text), n)
     assert (text.endswith(out) if side == "left" else text.startswith(out))
+
+
+def test_humaneval_description_is_the_docstring():
+    prompt = 'from typing import List\n\n\ndef helper(x):\n    """Not this one."""\n\n\ndef add(x: int, y: int):\n    """Add two numbers x and y\n    >>> add(2, 3)\n    5\n    """\n'
+    p = Problem("HumanEval/53", "humaneval", prompt, {"prompt": prompt, "entry_point": "add"}, None, ())
+    c = _cand(prompt + "    return x + y\n", "# return: (int)=5")
+    text = serialize(p, c)
+    assert text.startswith("# description\nAdd two numbers x and y\n>>> add(2, 3)\n5\n\n# program\nfrom typing import List\n")
+    assert text.count("Add two numbers") == 2  # once as description, once inside the program
+    broken = Problem("h", "humaneval", "the question", {"prompt": "def f(:\n", "entry_point": "f"}, None, ())
+    assert serialize(broken, c).startswith("# description\nthe question\n\n")

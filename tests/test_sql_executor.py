@@ -223,3 +223,13 @@ def test_sandboxed_sql_tasks() -> None:
         assert _digest(db) == before
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_unknown_database_becomes_an_execution_error(db_root: Path) -> None:
+    ex = SpiderExecutor(db_root=db_root)
+    for db_id in ("no_such_db", "../../etc"):
+        problem = _problem("spider", {"db_id": db_id}, "SELECT 1")
+        cand = Candidate(program="SELECT 1")
+        value = run_sql_task(ex.make_task(problem, cand).payload)
+        e = ex.to_execution(problem, cand, SandboxResult(status="ok", value=value))
+        assert e.status == "error" and "database" in (e.error or "") and is_error_key(e.result_key)

@@ -70,6 +70,9 @@ def test_registration(registered):
             for role in ("train", "eval"):
                 assert f"lever_verify_gsm8k_pool_fold{fold}_{role}" in registered
         assert "lever_verify_gsm8k_pool_other_llms_fold4_eval" in registered
+    names = set(registered)
+    assert all(n.startswith("lever_verify_") for n in names)
+    assert not any(n.endswith("_fold5_eval") for n in names)
     assert lever_tasks.spec_of("lever_verify_spider_dev").truncation_side == "left"
     with pytest.raises(KeyError, match="no lever task"):
         lever_tasks.spec_of("lever_verify_nope")
@@ -151,8 +154,8 @@ def _fixed_scores(problems) -> dict[tuple[int, int], float]:
 
 
 @pytest.mark.parametrize("vocab", ["byte"], indirect=True)
-@pytest.mark.parametrize("name", ["lever_verify_gsm8k_test", "lever_verify_mbpp_test"])
-def test_seqio_evaluation_matches_reference_reranker(vocab, name):
+@pytest.mark.parametrize("name,through_evaluator", [("lever_verify_gsm8k_test", True), ("lever_verify_mbpp_test", False)])
+def test_seqio_evaluation_matches_reference_reranker(vocab, name, through_evaluator):
     spec = lever_tasks.spec_of(name)
     problems = list(read_problems(spec.path, require_execution=True))
     yes = _fixed_scores(problems)
@@ -165,16 +168,23 @@ def test_seqio_evaluation_matches_reference_reranker(vocab, name):
             out.append((index, log_yes if ex["label"] else math.log1p(-math.exp(log_yes))))
         return out
 
-    evaluator = seqio.Evaluator(
-        mixture_or_task_name=name,
-        feature_converter=feature_converter("encdec"),
-        eval_split="validation",
-        sequence_length={"inputs": 64, "targets": 1},
-        use_memory_cache=False,
-    )
-    metrics, _ = evaluator.evaluate(compute_metrics=True, score_fn=score_fn, step=0)
-    got = metrics.result()[name]
-    got = {k: float(np.asarray(getattr(v, "value", v))) for k, v in got.items()}
+    if through_evaluator:  # the full seqio.Evaluator (one task: it is slow to build)
+        evaluator = seqio.Evaluator(
+            mixture_or_task_name=name,
+            feature_converter=feature_converter("encdec"),
+            eval_split="validation",
+            sequence_length={"inputs": 64, "targets": 1},
+            use_memory_cache=False,
+        )
+        metrics, _ = evaluator.evaluate(compute_metrics=True, score_fn=score_fn, step=0)
+        got = metrics.result()[name]
+        got = {k: float(np.asarray(getattr(v, "value", v))) for k, v in got.items()}
+    else:  # the task's own postprocess_fn + metric fn on the source examples (count fallback path)
+        task = seqio.get_mixture_or_task(name)
+        targets = [task.postprocess_fn(ex["targets"], example=ex, is_target=True) for ex in iter_examples(spec)]
+        feats = [dict(problem_index=t["problem_index"], candidate_index=t["candidate_index"], label=t["label"]) for t in targets]
+        scores = [s for _, s in score_fn(_Enumerated(feats))]
+        got = task.metric_fns[0](targets=targets, scores=scores)
 
     # Reference: lever_jax.scoring.rerank_reference (numpy loops) on the executed file itself.
     arrays = problems_to_arrays(problems)
@@ -197,6 +207,14 @@ def test_seqio_evaluation_matches_reference_reranker(vocab, name):
     oracle = arrays.correct.any(1).mean()
     assert got["oracle_acc"] == pytest.approx(oracle) and got["num_problems"] == len(problems)
     assert 0.0 <= got["binary_acc"] <= 1.0
+
+
+class _Enumerated:
+    def __init__(self, items):
+        self.items = items
+
+    def as_numpy_iterator(self):
+        return enumerate(self.items)
 
 
 def test_metric_grouping_is_order_independent():

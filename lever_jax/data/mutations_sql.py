@@ -199,25 +199,32 @@ def spider_pool(problems: Sequence[Problem], limit: int = 8) -> list[Problem]:
     return out
 
 
+def _loose_key(value: object) -> str:
+    """A loose comparison key for seeding (labels come from the real matcher at execution)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = re.sub(r"\s+", " ", str(value)).strip().lower().rstrip(".")
+    return text.replace(",", "") if re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?", text) else text
+
+
 def wikitq_seed(table_id: str, targets: Sequence[str], root: Path | None = None) -> tuple[str, str] | None:
     """A query that selects a cell equal to the first target (``select col from main_table where
-    id = k``), or ``select count(*) ...`` when the target is a number not in the table."""
+    id = k``), or ``select count(*) ...`` when the target is an integer not found in the table.
+    Cells are compared loosely (case, spaces, thousands separators), not with the evaluator."""
     from lever_jax.data.datasets.wikitq import MAIN_TABLE, ensure_wikitq_db, lever_columns
-    from lever_jax.execution.wikitq_match import cell_to_string, to_value
 
     if not targets:
         return None
-    target = to_value(targets[0])
+    target = _loose_key(targets[0])
     mapping = lever_columns(table_id)
     conn = sqlite3.connect(f"file:{ensure_wikitq_db(table_id, root)}?mode=ro&immutable=1", uri=True)
     try:
-        names = [src for src, _ in mapping]
-        quoted = ", ".join('"' + n + '"' for n in names)
+        quoted = ", ".join('"' + src + '"' for src, _ in mapping)
         for row in conn.execute(f"SELECT {quoted} FROM w ORDER BY id"):
             for (src, dst), cell in zip(mapping, row):
                 if src in ("id", "agg") or cell is None:
                     continue
-                if target.match(to_value(cell_to_string(cell))):
+                if _loose_key(cell) == target:
                     return "cell", f"select {dst} from {MAIN_TABLE} where id = {row[0]}"
     finally:
         conn.close()

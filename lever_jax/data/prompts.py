@@ -13,8 +13,8 @@ the bundled exemplar files:
   (``...pass_at_100-1_test_input_only``): one test call (without its expected value) is shown.
 - Spider / WikiTQ: ``-- Example:``-separated demonstrations
   ``-- Database <db>:\\n--  Table <t>: c1, c2\\n-- Question: <q>\\n-- SQL:\\n<sql>``; stop ``"\\n\\n"``.
-  The target's table headers come from a ``table_headers(db_id)`` function of the SQL dataset
-  modules (``lever_jax.data.datasets.spider`` / ``wikitq``) when they provide one, or are passed in.
+  The target's table headers come from the SQL loaders' bundles (Spider ``tables.json`` original
+  names; WikiTQ's ``main_table`` columns ``id, agg, <renamed SQUALL columns>``), or are passed in.
   LEVER's final Spider prompts also show one example value per column (from its ``db_info``
   files, not released here); this builder uses the exemplar files' plain headers.
 - HumanEval (not in LEVER): zero-shot, the prompt itself; stop sequences as CodeT.
@@ -152,16 +152,34 @@ def sql_prompt(dataset: str, question: str, db_id: str, table_headers: TableHead
     return "\n\n-- Example:\n\n".join(parts)
 
 
+def spider_table_headers(db_id: str) -> TableHeaders:
+    """``{table: [columns]}`` with Spider's original names, from the bundled ``tables.json``."""
+    from lever_jax.data.datasets import spider
+
+    schema = spider.load_schemas()[db_id]
+    headers: dict[str, list[str]] = {t: [] for t in schema["table_names_original"]}
+    tables = list(schema["table_names_original"])
+    for table_index, column in schema["column_names_original"]:
+        if table_index >= 0:
+            headers[tables[table_index]].append(column)
+    return headers
+
+
+def wikitq_table_headers(table_id: str) -> TableHeaders:
+    """``{"main_table": [id, agg, <renamed SQUALL columns>...]}`` (LEVER's WikiTQ table view)."""
+    from lever_jax.data.datasets import wikitq
+
+    return {"main_table": [lever for _squall, lever in wikitq.lever_columns(table_id)]}
+
+
 def _sql_headers_lookup(dataset: str) -> Callable[[str], TableHeaders]:
-    """``table_headers(db_id)`` from the SQL dataset module (written by the SQL data loaders)."""
+    """The table-header lookup of a SQL dataset (schemas from the SQL data loaders' bundles)."""
     from lever_jax.data.datasets import dataset_module
 
-    module = dataset_module(dataset)
-    lookup = getattr(module, "table_headers", None)
-    if lookup is None:
-        raise NotImplementedError(
-            f"lever_jax.data.datasets.{dataset} has no table_headers(db_id) function; pass table_headers= explicitly")
-    return lookup
+    custom = getattr(dataset_module(dataset), "table_headers", None)
+    if custom is not None:
+        return custom
+    return spider_table_headers if dataset == "spider" else wikitq_table_headers
 
 
 # ----------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ the Spider and WikiTQ databases.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import os
@@ -268,12 +269,28 @@ def prepare_spider(root: Path | None = None, archives: Iterable[str] = ARCHIVES,
     return report
 
 
+@functools.lru_cache(maxsize=1)
+def bundled_db_ids() -> dict[str, str]:
+    """db_id -> the bundle archive that holds it."""
+    out: dict[str, str] = {}
+    for name in ARCHIVES:
+        archive = bundled_path("spider", name)
+        if archive.exists():
+            out.update((db_id, name) for db_id in archive_db_ids(archive))
+    return out
+
+
 def ensure_spider_db(db_id: str, root: Path | None = None) -> Path:
-    """Path of ``db_id``'s database, building the bundled databases first when it is missing."""
+    """Path of ``db_id``'s database, building its bundle archive first when it is missing."""
     root = root or default_db_root()
     path = spider_db_path(db_id, root)
     if not path.exists():
-        prepare_spider(root)
+        archive = bundled_db_ids().get(db_id)
+        if archive is None:
+            raise FileNotFoundError(f"no Spider database {db_id!r} at {path} nor in the bundle")
+        prepare_spider(root, archives=(archive,))
+        if not path.exists():  # stamped as prepared, but the file was removed since
+            prepare_spider(root, archives=(archive,), force=True)
         if not path.exists():
-            raise FileNotFoundError(f"no Spider database {db_id!r} in the bundle (looked for {path})")
+            raise FileNotFoundError(f"Spider database {db_id!r} was not built (looked for {path})")
     return path

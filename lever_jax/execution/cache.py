@@ -65,6 +65,7 @@ class ExecutionCache:
             "PRIMARY KEY (executor, program, context)) WITHOUT ROWID"
         )
         self._pending: list[tuple[str, str, str, str, float]] = []
+        self._pending_by_key: dict[CacheKey, Execution] = {}
         self._commit_every = commit_every
         self._commit_s = commit_s
         self._last_commit = time.monotonic()
@@ -72,6 +73,10 @@ class ExecutionCache:
         self.misses = 0
 
     def get(self, key: CacheKey) -> Execution | None:
+        pending = self._pending_by_key.get(key)
+        if pending is not None:
+            self.hits += 1
+            return pending
         row = self._db.execute(
             "SELECT execution FROM executions WHERE executor=? AND program=? AND context=?", key
         ).fetchone()
@@ -86,6 +91,7 @@ class ExecutionCache:
             return
         blob = json.dumps(execution_to_dict(execution), ensure_ascii=False, separators=(",", ":"))
         self._pending.append((*key, blob, time.time()))
+        self._pending_by_key[key] = execution
         if len(self._pending) >= self._commit_every or time.monotonic() - self._last_commit > self._commit_s:
             self.commit()
 
@@ -99,6 +105,7 @@ class ExecutionCache:
                 self._db.execute("BEGIN")
                 self._db.executemany("INSERT OR REPLACE INTO executions VALUES (?, ?, ?, ?, ?)", self._pending)
             self._pending.clear()
+            self._pending_by_key.clear()
         self._last_commit = time.monotonic()
 
     def __len__(self) -> int:

@@ -49,6 +49,10 @@ def lcm(a, b):  # for backwards compatibility with Python<3.9
 '''
 
 
+_PRELUDE_NAMESPACE: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+exec(compile(PRELUDE, "<prelude>", "exec"), _PRELUDE_NAMESPACE)  # noqa: S102 - trusted; built once per zygote
+
+
 def clean_program(program: str) -> str:
     text = program.rstrip()
     if text.endswith("#"):
@@ -95,8 +99,7 @@ def _state_text(namespace: dict[str, Any], prelude_names: set[str]) -> str:
 
 def run_program(payload: dict[str, Any], extra_prelude: dict[str, Any] | None = None) -> dict[str, Any]:
     """Sandbox task: run the program; exceptions propagate (sandbox status ``error``)."""
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
-    exec(compile(PRELUDE, "<prelude>", "exec"), namespace)  # noqa: S102 - trusted prelude
+    namespace = dict(_PRELUDE_NAMESPACE)  # a copy: the program may rebind prelude names
     if extra_prelude:
         namespace.update(extra_prelude)
     if payload.get("numpy"):

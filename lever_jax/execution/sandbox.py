@@ -67,7 +67,6 @@ class Sandbox:
         self._selector = selectors.DefaultSelector()
         self._workers: list[_Worker] = []
         self._protections: dict[str, Any] = {}
-        self._next_id = 0
         self._closed = False
         try:
             starting = [self._spawn(slot) for slot in range(self.num_workers)]
@@ -89,6 +88,12 @@ class Sandbox:
     def protections(self) -> dict[str, Any]:
         """Which isolation layers are active (as reported by the first worker)."""
         return dict(self._protections)
+
+    def task_uids(self) -> list[int]:
+        """The uids tasks run as (one per worker slot; empty when privileges are not dropped)."""
+        if not self._protections.get("drop_privileges"):
+            return []
+        return [self._uid_base + slot for slot in range(self.num_workers)]
 
     def worker_pids(self) -> list[int]:
         return [w.pid for w in self._workers if w.alive]
@@ -224,7 +229,6 @@ class Sandbox:
 
     def _send(self, worker: _Worker, item: tuple[int, Task]) -> None:
         index, task = item
-        self._next_id += 1
         if not worker.inflight:
             worker.busy_since = time.monotonic()
         worker.inflight.append(item)

@@ -71,7 +71,7 @@ def read_message(fd: int) -> dict[str, Any] | None:
 
 
 def encode_message(obj: Any) -> bytes:
-    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    body = json.dumps(obj, separators=(",", ":")).encode("ascii")  # ASCII: lone surrogates survive
     return HEADER.pack(len(body)) + body
 
 
@@ -134,6 +134,9 @@ class Worker:
 
     def setup_zygote(self) -> None:
         self.protections["subreaper"] = isolation.set_subreaper()
+        # Children inherit this environment; each then only sets HOME and TMPDIR.
+        os.environ.clear()
+        os.environ.update(CHILD_ENV)
 
     def resolve(self, name: str) -> Callable[[Any], Any]:
         fn = self.functions.get(name)
@@ -174,7 +177,7 @@ class Worker:
     def _child(self, fn: Callable[[Any], Any], payload: Any, tmpdir: str, res_w: int, out_w: int,
                nonce: bytes) -> None:
         # Keep local references: the program may tamper with modules and builtins.
-        write, exit_, dumps = os.write, os._exit, json.dumps
+        write, exit_, dumps, result_fd = os.write, os._exit, json.dumps, RESULT_FD
         frame: dict[str, Any]
         try:
             os.setsid()
@@ -197,8 +200,7 @@ class Worker:
                 isolation.drop_privileges(self.uid)
             isolation.no_new_privs()
             isolation.die_with_parent()
-            os.environ.clear()
-            os.environ.update(CHILD_ENV, HOME=tmpdir, TMPDIR=tmpdir)
+            os.environ["HOME"] = os.environ["TMPDIR"] = tmpdir
             tempfile.tempdir = tmpdir
             if not self.protections["network_namespace"]:
                 _block_sockets()
@@ -225,7 +227,7 @@ class Worker:
                 body = dumps({"status": "error", "error": f"result not serialisable: {err!r}"}).encode()
             data = memoryview(nonce + body)
             while data:
-                data = data[write(RESULT_FD, data):]
+                data = data[write(result_fd, data):]
         finally:
             exit_(0)
 

@@ -173,7 +173,10 @@ def run_sql_task(payload: Mapping[str, Any]) -> dict[str, Any]:
     try:
         view = payload.get("view")
         if view:
-            create_view(conn, view["name"], view["source"], view["columns"])
+            try:
+                create_view(conn, view["name"], view["source"], view["columns"])
+            except sqlite3.Error as err:
+                return {"status": "error", "error": _short(f"cannot create view {view['name']}: {err}"), "correct": False}
         guard(conn, deadline)
         result = _run(conn, sql, max_rows)
         out: dict[str, Any] = {"status": result["status"], "error": result.get("error"), "correct": False}
@@ -191,8 +194,12 @@ def run_sql_task(payload: Mapping[str, Any]) -> dict[str, Any]:
             result_text=render_table(result["columns"], rows),
         )
         if payload.get("dataset") == "wikitq":
+            targets = list(payload.get("targets") or [])
+            canon = payload.get("target_canon")
+            if canon is not None and len(canon) != len(targets):
+                canon = None  # malformed context: fall back to the original strings
             out["correct"] = (not result["truncated"]) and wikitq_match.denotation_match(
-                rows, payload.get("targets") or [], payload.get("target_canon"), str(payload.get("question", "")))
+                rows, targets, canon, str(payload.get("question", "")))
         elif payload.get("gold_sql"):
             out.update(_spider_correct(conn, sql, str(payload["gold_sql"]), result, max_rows))
         return out
@@ -268,7 +275,10 @@ class SpiderExecutor(_SqlExecutor):
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.spider_db import ensure_spider_db
 
-        db_path = ensure_spider_db(str(problem.context["db_id"]), self.db_root)
+        try:
+            db_path = ensure_spider_db(str(problem.context.get("db_id")), self.db_root)
+        except (FileNotFoundError, ValueError) as err:  # reported by the task as an execution error
+            db_path = Path(f"<missing database: {err}>")
         payload = self._payload(db_path, candidate)
         payload["gold_sql"] = problem.gold if isinstance(problem.gold, str) else None
         return Task(TASK_FUNCTION, payload)
@@ -283,12 +293,16 @@ class WikiTQExecutor(_SqlExecutor):
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.datasets.wikitq import MAIN_TABLE, SQUALL_TABLE, ensure_wikitq_db, lever_columns
 
-        table_id = str(problem.context["table_id"])
-        db_path = ensure_wikitq_db(table_id, self.db_root)
+        table_id = str(problem.context.get("table_id"))
+        try:
+            db_path = ensure_wikitq_db(table_id, self.db_root)
+            columns = lever_columns(table_id)
+        except (FileNotFoundError, KeyError, ValueError) as err:  # reported by the task as an execution error
+            db_path, columns = Path(f"<missing table: {err}>"), []
         payload = self._payload(db_path, candidate)
         gold = problem.gold if isinstance(problem.gold, list) else ([] if problem.gold is None else [str(problem.gold)])
         payload.update(
-            view={"name": MAIN_TABLE, "source": SQUALL_TABLE, "columns": lever_columns(table_id)},
+            view={"name": MAIN_TABLE, "source": SQUALL_TABLE, "columns": columns} if columns else None,
             targets=[str(g) for g in gold],
             target_canon=problem.context.get("target_canon"),
             question=problem.question,

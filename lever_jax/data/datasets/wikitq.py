@@ -128,9 +128,14 @@ def prepare_wikitq(root: Path | None = None, force: bool = False, log: bool = Tr
 
 
 def ensure_wikitq_db(table_id: str, root: Path | None = None) -> Path:
+    """Path of a table's SQLite file, unpacking the bundled tables first when it is missing."""
     path = wikitq_db_path(table_id, root)
     if not path.exists():
+        if table_id not in _column_map():
+            raise FileNotFoundError(f"no WikiTQ table {table_id!r} at {path} nor in the bundle")
         prepare_wikitq(root)
+        if not path.exists():  # stamped as prepared, but the file was removed since
+            prepare_wikitq(root, force=True)
         if not path.exists():
             raise FileNotFoundError(f"no WikiTQ table {table_id!r} in the bundle (looked for {path})")
     return path

@@ -101,7 +101,7 @@ def _json_key(value: Any) -> str:
 def _recorded_execution(dataset: str, pid: str, index: int, exec_result: Any, exec_match: Any) -> Execution:
     correct = exec_match is True or (not isinstance(exec_match, bool) and exec_match == 1)
     if isinstance(exec_result, str) or exec_result is None:
-        return Execution("error", f"error:{pid}:{index}", "ERROR" if exec_result is None else exec_result[:5000],
+        return Execution("error", f"!err:{pid}:{index}", "ERROR" if exec_result is None else exec_result[:5000],
                          error=None if exec_result is None else exec_result[:500], correct=False,
                          details={"recorded": True})
     key_value: Any = exec_result

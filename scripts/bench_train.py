@@ -1,0 +1,181 @@
+"""Benchmark: verifier training and scoring throughput, our JAX/Flax T5 vs HF transformers (PyTorch).
+
+Same configuration on the same CPU in the same run: T5 v1.1-small (d_model 512, 8+8 layers,
+6 heads, d_ff 1024, gated-GELU, untied, vocab 32128), dropout 0.1, batch = P problems x K
+candidates x L tokens (default 2 x 4 x 512, all tokens real), LEVER's loss (2-way
+class-weighted CE over the no/yes logits of the first decoder step, averaged per problem),
+AdamW (weight decay 0.1) + global-norm clipping 1.0. The PyTorch side is LEVER's way: a full
+forward of T5ForConditionalGeneration with one decoder step, then the no/yes columns.
+Inference: log P(yes) of B candidates per call (no grad).
+
+    nice .venv/bin/python scripts/bench_train.py --steps 3 --json docs/bench/train.json
+
+Reports examples/s (candidates), tokens/s and the JAX / PyTorch ratio (issue target >= 1.5x).
+Timings exclude compilation / the first (warm-up) steps; the median of the timed steps is used.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from typing import Callable
+
+import numpy as np
+
+NO_ID, YES_ID = 150, 4273
+SMALL = dict(vocab_size=32128, d_model=512, num_heads=6, d_kv=64, d_ff=1024,
+             num_encoder_layers=8, num_decoder_layers=8)
+
+
+def _time(fn: Callable[[], None], warmup: int, steps: int) -> tuple[float, float]:
+    """(first call seconds incl. compile, median seconds of the timed calls)."""
+    t0 = time.perf_counter()
+    fn()
+    first = time.perf_counter() - t0
+    for _ in range(max(warmup - 1, 0)):
+        fn()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return first, statistics.median(times)
+
+
+def bench_jax(tokens: np.ndarray, labels: np.ndarray, args: argparse.Namespace) -> dict:
+    import jax
+
+    from lever_jax import partitioning
+    from lever_jax.models.configs import T5Config
+    from lever_jax.models.verifier import EncoderDecoderVerifier
+    from lever_jax.trainer import OptimizerConfig, Trainer
+
+    cfg = T5Config(**SMALL, dtype=args.jax_dtype, dropout_rate=0.1, no_token_id=NO_ID, yes_token_id=YES_ID)
+    model = EncoderDecoderVerifier(cfg)
+    mesh, rules = partitioning.make_mesh(), partitioning.logical_axis_rules("data")
+    trainer = Trainer(model, OptimizerConfig(learning_rate=1e-4, warmup_steps=0), 1000, mesh, rules,
+                      tokens.shape[-1])
+    state = trainer.init_state(0)
+    batch = {"encoder_input_tokens": tokens, "labels": labels,
+             "candidate_mask": np.ones(labels.shape, bool)}
+    holder = {"state": state}
+
+    def step() -> None:
+        holder["state"], metrics = trainer.train_step(holder["state"], batch)
+        jax.block_until_ready(metrics["loss"])
+
+    first, train_s = _time(step, args.warmup, args.steps)
+    flat = tokens.reshape(-1, tokens.shape[-1])
+    infer_rows = np.concatenate([flat] * max(1, args.infer_batch // len(flat)))[: args.infer_batch]
+
+    def infer() -> None:
+        trainer.score_tokens(holder["state"].params, infer_rows, args.infer_batch)
+
+    infer_first, infer_s = _time(infer, 1, args.steps)
+    return {"train_step_s": train_s, "first_step_s": first, "infer_call_s": infer_s,
+            "infer_first_s": infer_first, "jax_version": jax.__version__,
+            "params": int(sum(x.size for x in jax.tree.leaves(holder["state"].params)))}
+
+
+def bench_torch(tokens: np.ndarray, labels: np.ndarray, args: argparse.Namespace) -> dict:
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    torch.set_num_threads(os.cpu_count() or 1)
+    cfg = transformers.T5Config(vocab_size=SMALL["vocab_size"], d_model=SMALL["d_model"],
+                                d_kv=SMALL["d_kv"], d_ff=SMALL["d_ff"], num_layers=SMALL["num_encoder_layers"],
+                                num_decoder_layers=SMALL["num_decoder_layers"], num_heads=SMALL["num_heads"],
+                                feed_forward_proj="gated-gelu", tie_word_embeddings=False, dropout_rate=0.1,
+                                decoder_start_token_id=0, pad_token_id=0)
+    model = transformers.T5ForConditionalGeneration(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+    p, k, length = tokens.shape
+    ids = torch.as_tensor(tokens.reshape(p * k, length), dtype=torch.long)
+    attn = (ids != 0).long()
+    dec = torch.zeros((p * k, 1), dtype=torch.long)
+    y = torch.as_tensor(labels.reshape(-1), dtype=torch.long)
+
+    def loss_fn() -> torch.Tensor:
+        logits = model(input_ids=ids, attention_mask=attn, decoder_input_ids=dec).logits[:, 0, [NO_ID, YES_ID]]
+        ce = torch.nn.functional.cross_entropy(logits.float(), y, reduction="none").view(p, k)
+        return ce.mean(dim=1).mean()  # equal class weights: per-problem mean, then over problems
+
+    def step() -> None:
+        model.train()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    first, train_s = _time(step, args.warmup, args.steps)
+    flat = ids
+    reps = max(1, args.infer_batch // len(flat))
+    infer_ids = torch.cat([flat] * reps)[: args.infer_batch]
+    infer_attn = (infer_ids != 0).long()
+    infer_dec = torch.zeros((len(infer_ids), 1), dtype=torch.long)
+
+    def infer() -> None:
+        model.eval()
+        with torch.no_grad():
+            logits = model(input_ids=infer_ids, attention_mask=infer_attn,
+                           decoder_input_ids=infer_dec).logits[:, 0, [NO_ID, YES_ID]]
+            torch.log_softmax(logits.float(), -1)[:, 1].numpy()
+
+    infer_first, infer_s = _time(infer, 1, args.steps)
+    return {"train_step_s": train_s, "first_step_s": first, "infer_call_s": infer_s,
+            "infer_first_s": infer_first, "torch_version": torch.__version__,
+            "transformers_version": transformers.__version__,
+            "params": int(sum(t.numel() for t in model.parameters()))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problems", type=int, default=2)
+    parser.add_argument("--candidates", type=int, default=4)
+    parser.add_argument("--length", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=3, help="timed steps (median)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed first steps (compile)")
+    parser.add_argument("--infer_batch", type=int, default=8)
+    parser.add_argument("--jax_dtype", default="float32", help="float32 | bfloat16 (compute)")
+    parser.add_argument("--only", choices=("jax", "torch"), default=None)
+    parser.add_argument("--json", default=None, help="write the results here")
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    shape = (args.problems, args.candidates, args.length)
+    tokens = rng.integers(3, 32000, shape).astype(np.int32)
+    tokens[..., -1] = 1  # EOS
+    labels = rng.integers(0, 2, shape[:2]).astype(np.int32)
+    examples = args.problems * args.candidates
+    results: dict = {"config": {**vars(args), "examples_per_step": examples,
+                                "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+                                "load_avg_start": os.getloadavg()}}
+    for name, fn in (("jax", bench_jax), ("torch", bench_torch)):
+        if args.only and args.only != name:
+            continue
+        r = fn(tokens, labels, args)
+        r["train_examples_per_s"] = examples / r["train_step_s"]
+        r["train_tokens_per_s"] = examples * args.length / r["train_step_s"]
+        r["infer_candidates_per_s"] = args.infer_batch / r["infer_call_s"]
+        results[name] = r
+        print(f"{name}: train {r['train_examples_per_s']:.2f} examples/s "
+              f"({r['train_tokens_per_s']:.0f} tokens/s, step {r['train_step_s']:.2f}s, first "
+              f"{r['first_step_s']:.1f}s); infer {r['infer_candidates_per_s']:.2f} candidates/s", flush=True)
+    if "jax" in results and "torch" in results:
+        results["ratio_train"] = results["jax"]["train_examples_per_s"] / results["torch"]["train_examples_per_s"]
+        results["ratio_infer"] = results["jax"]["infer_candidates_per_s"] / results["torch"]["infer_candidates_per_s"]
+        print(f"ratio JAX/PyTorch: train {results['ratio_train']:.2f}x, infer {results['ratio_infer']:.2f}x")
+    results["config"]["load_avg_end"] = os.getloadavg()
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(results, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+import signal, time
+signal.alarm(1)
+time.sleep(5)

@@ -1,0 +1,3 @@
+import os
+os.chdir('/')
+open('lever_pwned', 'w').write('x')

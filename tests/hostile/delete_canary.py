@@ -1,0 +1,3 @@
+import os
+os.remove('{CANARY_DIR}/canary.txt')
+answer = 1

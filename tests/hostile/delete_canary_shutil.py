@@ -1,0 +1,3 @@
+import shutil
+shutil.rmtree('{CANARY_DIR}')
+answer = 1

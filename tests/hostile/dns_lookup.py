@@ -1,0 +1,2 @@
+import socket
+answer = socket.gethostbyname('pypi.org')

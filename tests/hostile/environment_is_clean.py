@@ -1,0 +1,2 @@
+import os
+answer = len(os.environ)

@@ -1,0 +1,2 @@
+while True:
+    print('x' * 1000)

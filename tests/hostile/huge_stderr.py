@@ -1,0 +1,3 @@
+import sys
+while True:
+    sys.stderr.write('y' * 1000)

@@ -1,0 +1,2 @@
+import os, signal
+os.kill(os.getpid(), signal.SIGSEGV)

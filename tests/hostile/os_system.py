@@ -1,0 +1,2 @@
+import os
+answer = os.system('touch {CANARY_DIR}/pwned')

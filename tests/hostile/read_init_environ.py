@@ -1,0 +1,1 @@
+answer = open('/proc/1/environ').read()

@@ -1,0 +1,1 @@
+answer = open('{CANARY_DIR}/secret.txt').read()

@@ -1,0 +1,1 @@
+answer = open('/etc/shadow').read()

@@ -1,0 +1,1 @@
+ATTACH DATABASE '{CANARY_DIR}/other.sqlite' AS o

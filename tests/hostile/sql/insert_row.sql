@@ -1,0 +1,1 @@
+INSERT INTO singer VALUES (99, 'x', 1)

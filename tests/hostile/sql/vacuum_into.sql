@@ -1,0 +1,1 @@
+VACUUM INTO '{CANARY_DIR}/copy.sqlite'

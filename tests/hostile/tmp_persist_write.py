@@ -1,0 +1,2 @@
+open('/tmp/lever_persist', 'w').write('x')
+answer = 1

@@ -1,0 +1,1 @@
+files = [open('/dev/null') for _ in range(10000)]

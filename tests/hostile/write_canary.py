@@ -1,0 +1,2 @@
+open('{CANARY_DIR}/canary.txt', 'w').write('pwned')
+answer = 1

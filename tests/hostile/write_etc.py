@@ -1,0 +1,1 @@
+open('/etc/lever_pwned', 'w').write('x')

@@ -1,0 +1,2 @@
+open('{TMP_CANARY}', 'w').write('pwned')
+answer = 1

@@ -1,0 +1,179 @@
+"""The hostile corpus (tests/hostile/INDEX.json) in one batch mixed with benign programs.
+
+Afterwards: every hostile program got its expected status, every benign program its right
+answer, the canary files and the database are byte-identical, the pool still works, and no
+process of the sandbox's uids (or its workers) survives ``close()``.
+
+Programs marked ``requires`` depend on a protection (e.g. ``drop_privileges``, only when run as
+root); where the kernel refused it they are not run at all (a fork bomb without RLIMIT_NPROC would
+hurt the machine), the rest still is.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lever_jax.data.schema import Candidate, Problem
+from lever_jax.execution.base import Limits, Task
+from lever_jax.execution.python_gsm8k import GSM8kExecutor
+from lever_jax.execution.sandbox import Sandbox
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "hostile"
+REPO = HERE.parent
+LIMITS = Limits(timeout_s=2.0, cpu_s=2, memory_mb=512, output_bytes=4096)
+BENIGN = 30
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def uid_processes(uids: set[int]) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = (Path("/proc") / entry / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and int(line.split()[1]) in uids:
+                found.append(int(entry))
+    return found
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture()
+def canary_dir(tmp_path):
+    """A directory the sandbox can see (not under the private /tmp) with canaries and a database."""
+    root = REPO / ".pytest_cache" / f"hostile-{uuid.uuid4().hex[:8]}"
+    root.mkdir(parents=True)
+    os.chmod(root, 0o755)
+    (root / "canary.txt").write_text("canary\n")
+    os.chmod(root / "canary.txt", 0o644)
+    (root / "secret.txt").write_text("secret\n")
+    os.chmod(root / "secret.txt", 0o600)
+    for name in ("db.sqlite", "other.sqlite"):
+        conn = sqlite3.connect(root / name)
+        conn.execute("CREATE TABLE singer (singer_id INTEGER PRIMARY KEY, name TEXT, age INTEGER)")
+        conn.executemany("INSERT INTO singer VALUES (?, ?, ?)", [(i, f"s{i}", 20 + i % 30) for i in range(200)])
+        conn.commit()
+        conn.close()
+        os.chmod(root / name, 0o644)
+    tmp_canary = tmp_path / "tmp_canary.txt"
+    tmp_canary.write_text("tmp canary\n")
+    yield root, tmp_canary
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def load_corpus(canary_root: Path, tmp_canary: Path) -> list[tuple[str, str, dict]]:
+    index = json.loads((CORPUS / "INDEX.json").read_text())
+    items = []
+    for name, expected in sorted(index.items()):
+        text = (CORPUS / name).read_text()
+        text = text.replace("{CANARY_DIR}", str(canary_root)).replace("{TMP_CANARY}", str(tmp_canary))
+        items.append((name, text, expected))
+    return items
+
+
+def test_corpus_is_large_enough():
+    index = json.loads((CORPUS / "INDEX.json").read_text())
+    assert len(index) >= 40
+    for name in index:
+        assert (CORPUS / name).is_file(), name
+
+
+def test_hostile_batch(canary_dir):
+    root, tmp_canary = canary_dir
+    corpus = load_corpus(root, tmp_canary)
+    try:
+        from lever_jax.execution import sql as sql_module
+    except ImportError:
+        sql_module = None
+    gsm = GSM8kExecutor()
+    tracked = [root / "canary.txt", root / "secret.txt", root / "db.sqlite", root / "other.sqlite", tmp_canary]
+    before = {p: sha(p) for p in tracked}
+
+    jobs = []  # (kind, name, expected, problem, candidate, task)
+    for name, text, expected in corpus:
+        if name.endswith(".sql"):
+            if sql_module is None:
+                continue
+            problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, "SELECT count(*) FROM singer", ())
+            cand = Candidate(text.strip())
+            payload = {"dataset": "spider", "db_path": str(root / "db.sqlite"), "sql": cand.program,
+                       "timeout_s": 1.0, "max_rows": 1000, "gold_sql": problem.gold}
+            jobs.append(("sql", name, expected, problem, cand, Task(sql_module.TASK_FUNCTION, payload)))
+        else:
+            problem = Problem(f"h-{name}", "gsm8k", "q", {}, 1.0, ())
+            cand = Candidate(text)
+            jobs.append(("hostile", name, expected, problem, cand, gsm.make_task(problem, cand)))
+    benign = []
+    for i in range(BENIGN):
+        problem = Problem(f"b-{i}", "gsm8k", "q", {}, i * 7 + 0.5, ())
+        cand = Candidate(f"x = {i}\nanswer = x * 7 + 0.5")
+        benign.append(("benign", f"benign-{i}", {"status": "ok", "answer": i * 7 + 0.5}, problem, cand,
+                       gsm.make_task(problem, cand)))
+    # interleave benign programs between the hostile ones
+    mixed = []
+    for i, job in enumerate(jobs):
+        mixed.append(job)
+        if i % 2 == 0 and benign:
+            mixed.append(benign.pop())
+    mixed.extend(benign)
+
+    sandbox = Sandbox(workers=2, limits=LIMITS)
+    uids = set(sandbox.task_uids())
+    workers = sandbox.worker_pids()
+    protections = sandbox.protections()
+    mixed = [job for job in mixed if not job[2].get("requires") or protections.get(job[2]["requires"])]
+    try:
+        results = list(sandbox.map([job[5] for job in mixed]))
+        problems = []
+        for (kind, name, expected, problem, cand, _task), result in zip(mixed, results):
+            if kind == "sql":
+                execution = sql_module.SpiderExecutor().to_execution(problem, cand, result)
+            else:
+                execution = gsm.to_execution(problem, cand, result)
+            where = f"{name}: {execution.status} {execution.error!r}"
+            if expected["status"] != execution.status:
+                problems.append(f"{where} (expected {expected['status']})")
+                continue
+            if "answer" in expected and execution.details.get("answer") != expected["answer"]:
+                problems.append(f"{where}: answer {execution.details.get('answer')!r} != {expected['answer']!r}")
+            if "error_contains" in expected and expected["error_contains"] not in (execution.error or ""):
+                problems.append(f"{where}: error lacks {expected['error_contains']!r}")
+            if kind == "benign" and not execution.correct:
+                problems.append(f"{where}: benign program not correct")
+        assert problems == [], "\n".join(problems)
+        # the pool still works after the corpus
+        after = list(sandbox.map([Task("lever_jax.execution.python_gsm8k:run", {"program": f"answer = {i}"})
+                                  for i in range(8)]))
+        assert [r.value["number"] for r in after] == list(range(8))
+    finally:
+        sandbox.close()
+
+    assert {p: sha(p) for p in tracked} == before
+    assert not (root / "pwned").exists() and not (root / "copy.sqlite").exists()
+    assert sorted(os.listdir(root)) == ["canary.txt", "db.sqlite", "other.sqlite", "secret.txt"]
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and (uid_processes(uids) or any(pid_alive(p) for p in workers)):
+        time.sleep(0.05)
+    assert uid_processes(uids) == []
+    assert not any(pid_alive(p) for p in workers)
