@@ -54,7 +54,7 @@ class Checkpointer:
 
     def __init__(self, model_dir: str | os.PathLike, keep_latest: int = 2, keep_best: int = 1,
                  best_metric: Optional[str] = None, best_mode: str = "max",
-                 async_save: bool = False) -> None:
+                 async_save: bool = False, read_only: bool = False) -> None:
         if keep_latest < 1:
             raise ValueError("Checkpointer.keep_latest must be >= 1 (resuming needs the latest step)")
         if best_mode not in ("max", "min"):
@@ -69,9 +69,10 @@ class Checkpointer:
                 get_metric_fn=best_fn, reverse=(best_mode == "min"), n=keep_best,
                 keep_checkpoints_without_metrics=False))
         options = ocp.CheckpointManagerOptions(
-            create=True, best_fn=best_fn, best_mode=best_mode,
+            create=not read_only, best_fn=best_fn, best_mode=best_mode,
             preservation_policy=ocp.checkpoint_managers.AnyPreservationPolicy(policies),
-            enable_async_checkpointing=async_save, cleanup_tmp_directories=True)
+            enable_async_checkpointing=async_save, cleanup_tmp_directories=not read_only,
+            read_only=read_only)
         self.manager = ocp.CheckpointManager(self.directory, options=options,
                                              item_names=(STATE_ITEM, DATA_ITEM))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -223,9 +223,3 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                    counts=np.asarray(fields["counts"], np.int32),
                    has_gen_logprob=np.asarray(has_lp, bool))
 
-
-def iterate(batcher: TrainBatcher, start_step: int) -> Iterator[dict[str, np.ndarray]]:
-    step = start_step
-    while True:
-        yield batcher.host_batch(step)
-        step += 1

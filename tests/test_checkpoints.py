@@ -46,6 +46,9 @@ def test_keeps_latest_and_best(tmp_path):
     assert ckpt.metrics(20) == {"acc": 0.9, "loss": 1.0}
     assert ckpt.restore_data(40) == {"step": 40}
     ckpt.close()
+    # A read-only reader (evaluation) finds the same best step and deletes nothing.
+    with Checkpointer(tmp_path, best_metric="acc", read_only=True) as reader:
+        assert reader.best_step() == 20 and reader.all_steps() == [20, 40, 50]
 
 
 def test_missing_checkpoint_and_bad_options(tmp_path):

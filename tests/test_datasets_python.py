@@ -310,3 +310,35 @@ def test_verify_gold_reports_failures(monkeypatch, capsys) -> None:
     summary = json.loads(capsys.readouterr().out)
     assert (summary["problems"], summary["executed"], summary["correct"]) == (2, 2, 1)
     assert [f["problem_id"] for f in summary["failures"]] == ["humaneval-1"]
+
+
+def test_codet_test_results_align_with_pool() -> None:
+    with gzip.open(bundled_path("humaneval_pool", "codet_test_cases.jsonl.gz"), "rt") as fh:
+        tests = {row["problem_id"]: row["tests"] for row in map(json.loads, fh)}
+    with gzip.open(bundled_path("humaneval_pool", "codet_test_results.jsonl.gz"), "rt") as fh:
+        results = {row["problem_id"]: row for row in map(json.loads, fh)}
+    assert set(results) == {pid for pid, t in tests.items() if t}
+    pool = {p.problem_id: p for p in jsonl.read_problems(bundled_path("humaneval_pool", "codegen16b.samples.jsonl.gz"))}
+    for pid, row in results.items():
+        assert row["num_tests"] == len(tests[pid]) and len(row["passed"]) == len(pool[pid].candidates)
+        assert all(len(bits) == row["num_tests"] and set(bits) <= {"0", "1"} for bits in row["passed"])
+    stats = json.loads(bundled_path("humaneval_pool", "stats.json").read_text())["codet"]
+    executed = list(jsonl.read_problems(bundled_path("humaneval_pool", "codegen16b.executed.jsonl.gz")))
+    run = _script("run_codet_tests")
+    passed = {pid: row["passed"] for pid, row in results.items()}
+    assert run.dual_agreement(passed, executed, True) == pytest.approx(stats["codet_sqrt_programs_x_tests"])
+
+
+def test_dual_agreement_toy() -> None:
+    from lever_jax.data.schema import Candidate, Execution, Problem
+
+    run = _script("run_codet_tests")
+
+    def cand(count: int, correct: bool) -> Candidate:
+        return Candidate("p", count=count, execution=Execution("ok", "k", "", correct=correct))
+
+    # cluster "11" (1 program x 2 tests) vs cluster "10" (3 programs x 1 test)
+    problem = Problem("humaneval-0", "humaneval", "q", {}, None, (cand(1, True), cand(3, False)))
+    assert run.dual_agreement({"humaneval-0": ["11", "10"]}, [problem], sqrt_programs=False) == 0.0  # 3 > 2
+    assert run.dual_agreement({"humaneval-0": ["11", "10"]}, [problem], sqrt_programs=True) == 100.0  # 2 > 1.73
+    assert run.dual_agreement({}, [problem], sqrt_programs=True) == 25.0  # no tests: random sample

@@ -12,7 +12,6 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from lever_jax.models import hf_import  # noqa: E402

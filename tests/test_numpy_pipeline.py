@@ -171,3 +171,23 @@ def test_find_spec_and_bundled_pools():
     assert find_spec("lever_verify_spider_dev", FIXTURES).truncation_side == "left"
     with pytest.raises(KeyError, match="no lever task"):
         find_spec("lever_verify_nothing", FIXTURES)
+
+
+@pytest.mark.parametrize("name", ["gsm8k_pool", "humaneval"])
+def test_gin_task_files_name_bundled_tasks(name):
+    import gin
+
+    from lever_jax.verifier_examples import bundled_pools, find_spec
+
+    pool_dir = name if name.endswith("_pool") else f"{name}_pool"
+    if pool_dir not in {d for d, _ in bundled_pools()}:
+        pytest.skip(f"{pool_dir} not bundled")
+    with gin.unlock_config():
+        gin.parse_config_file(str(ROOT / "gin_configs" / "tasks" / f"{name}.gin"))
+    try:
+        for macro in ("MIXTURE_OR_TASK_NAME", "EVAL_MIXTURE_OR_TASK_NAME"):
+            task = gin.query_parameter(f"{macro}/macro.value")
+            assert find_spec(task).fold == 0
+        assert get_vocabulary().spec == "minilm" if name == "gsm8k_pool" else get_vocabulary().spec == "spm"
+    finally:
+        gin.clear_config()

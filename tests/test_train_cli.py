@@ -99,7 +99,7 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
                 "majority_vote_acc", "random_acc", "oracle_acc", "calibration_error"):
         assert 0.0 <= metrics[key] <= 1.0, key
     # The evaluated checkpoint is the best by dev rerank accuracy, and its eval matches training's.
-    best = max(evaluated, key=lambda r: r["eval/summing_agg_rerank_acc"])
+    best = max(evaluated, key=lambda r: (r["eval/summing_agg_rerank_acc"], r["step"]))  # ties: latest
     assert metrics["checkpoint_step"] == best["step"]
     assert metrics["summing_agg_rerank_acc"] == pytest.approx(best["eval/summing_agg_rerank_acc"])
 

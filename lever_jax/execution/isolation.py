@@ -65,21 +65,27 @@ def private_network() -> bool:
     return unshare(CLONE_NEWNET)
 
 
-def private_tmp(size_mb: int = 64) -> bool:
+def private_tmp(keep: list[str] = (), size_mb: int = 64) -> list[str]:
     """New mount namespace with fresh, size-capped tmpfs over the world-writable directories.
 
     Mount propagation is made private *first*, so nothing here can reach the host's mounts; if
-    that fails we mount nothing.
+    that fails we mount nothing. A directory holding one of the ``keep`` paths (e.g. the
+    interpreter or our package checked out under /tmp) is left visible. Returns the directories
+    now covered by a private tmpfs (empty when the kernel refused).
     """
     if not unshare(CLONE_NEWNS):
-        return False
+        return []
     if not mount(None, "/", None, MS_REC | MS_PRIVATE, None):
-        return False
-    ok = True
+        return []
+    kept = [os.path.realpath(k) for k in keep if k]
+    covered = []
     for path in WRITABLE_DIRS:
-        if os.path.isdir(path):
-            ok &= mount("lever_sandbox_tmp", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
-    return ok
+        real = os.path.realpath(path)
+        if not os.path.isdir(real) or any(k == real or k.startswith(real + "/") for k in kept):
+            continue
+        if mount("lever_sandbox_tmp", real, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777"):
+            covered.append(real)
+    return covered
 
 
 def expose_paths(paths: list[str]) -> list[str]:

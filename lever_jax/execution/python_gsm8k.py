@@ -6,7 +6,8 @@ Conventions (LEVER_NOTES, "How the bundled real pools were produced"):
   and an ``lcm(a, b)`` helper; programs that use sympy names also get ``Symbol, Eq, simplify,
   solve`` and the ``solve_it(equation, variable)`` helper (they run through
   :mod:`lever_jax.execution.python_gsm8k_sympy`, whose sandbox zygote has sympy pre-imported,
-  so that the sympy import never slows down the other programs);
+  so that the sympy import never slows down the other programs; programs importing numpy run
+  through :mod:`lever_jax.execution.python_gsm8k_numpy` likewise);
 * a trailing ``#`` is stripped; the program runs in one namespace (functions see its globals);
 * the answer is the ``answer`` variable, else the return value of ``solution()``, else ``ans``
   (Program-of-Thoughts). For PoT candidates (``source`` starting with ``pot_``) only ``ans`` is
@@ -39,6 +40,7 @@ VALUE_CHARS = 200
 TEXT_CHARS = 2000
 _SYMPY_NAMES = re.compile(r"\b(Symbol|symbols|Eq|simplify|solve|solve_it|sympy|Rational|nsimplify)\b")
 _NUMPY_NAMES = re.compile(r"\bnp\.")
+_NUMPY_IMPORT = re.compile(r"\bnumpy\b|\bnp\.")
 
 PRELUDE = '''import math
 from math import *
@@ -145,8 +147,13 @@ class GSM8kExecutor:
         program = candidate.program
         sources = [s for s in (candidate.source or "").split(",") if s]
         pot = bool(sources) and all(s.startswith("pot_") for s in sources)
-        uses_sympy = bool(_SYMPY_NAMES.search(program))
-        function = "lever_jax.execution.python_gsm8k_sympy:run" if uses_sympy else "lever_jax.execution.python_gsm8k:run"
+        # The module decides the sandbox zygote: heavy imports are paid once there, not per program.
+        if _SYMPY_NAMES.search(program):
+            function = "lever_jax.execution.python_gsm8k_sympy:run"
+        elif _NUMPY_IMPORT.search(program):
+            function = "lever_jax.execution.python_gsm8k_numpy:run"
+        else:
+            function = "lever_jax.execution.python_gsm8k:run"
         return Task(function, {"program": program, "convention": "pot" if pot else "auto",
                                "numpy": bool(_NUMPY_NAMES.search(program))})
 

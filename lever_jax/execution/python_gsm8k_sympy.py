@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy  # noqa: F401 - some sympy code paths import it lazily; pay once, in the zygote
 from sympy import Eq, Symbol, simplify, solve
 
 from lever_jax.execution.python_gsm8k import run_program

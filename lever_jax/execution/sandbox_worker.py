@@ -115,11 +115,14 @@ class Worker:
         root = isolation.is_root()
         p["network_namespace"] = isolation.private_network()
         p["socket_blocked_in_python"] = not p["network_namespace"]
-        p["private_tmp"] = isolation.private_tmp() if root else False
+        # Paths the tasks must be able to read: the interpreter, its libraries and our package.
+        wanted = [w for w in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path,
+                              os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) if w]
+        p["private_tmp_dirs"] = isolation.private_tmp(keep=wanted) if root else []
+        p["private_tmp"] = bool(p["private_tmp_dirs"])
         if p["private_tmp"]:
             # Let the unprivileged task import the stdlib even if it lives under /root (0700).
-            wanted = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path, os.path.dirname(os.path.dirname(__file__))]
-            p["exposed_paths"] = isolation.expose_paths([w for w in wanted if w])
+            p["exposed_paths"] = isolation.expose_paths(wanted)
         p["drop_privileges"] = bool(root and self.uid is not None)
         p["task_uid"] = self.uid if p["drop_privileges"] else os.geteuid()
         # RLIMIT_NPROC counts processes per uid and is ignored for root: it only means
@@ -346,23 +349,24 @@ class Worker:
 
     def _cleanup(self, tmpdir: str) -> None:
         shutil.rmtree(tmpdir, ignore_errors=True)
-        if self.protections.get("private_tmp"):
-            for path in isolation.WRITABLE_DIRS:
-                try:
-                    entries = os.listdir(path)
-                except OSError:
+        # Only the tmpfs mounted in our own namespace is cleared -- never a host directory.
+        base = os.path.realpath(self.base)
+        for path in self.protections.get("private_tmp_dirs", ()):
+            try:
+                entries = os.listdir(path)
+            except OSError:
+                continue
+            for entry in entries:
+                full = os.path.join(path, entry)
+                if os.path.realpath(full) == base:
                     continue
-                for entry in entries:
-                    full = os.path.join(path, entry)
-                    if full == self.base:
-                        continue
-                    if os.path.isdir(full) and not os.path.islink(full):
-                        shutil.rmtree(full, ignore_errors=True)
-                    else:
-                        try:
-                            os.unlink(full)
-                        except OSError:
-                            pass
+                if os.path.isdir(full) and not os.path.islink(full):
+                    shutil.rmtree(full, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(full)
+                    except OSError:
+                        pass
 
     def shutdown(self) -> None:
         self._sweep()
