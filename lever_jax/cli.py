@@ -15,6 +15,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("verify-gold", "lever_jax.commands.verify_gold", "execute gold programs as candidates (sanity check)"),
     ("prompts", "lever_jax.commands.prompts", "write LEVER few-shot prompts for sampling new pools"),
     ("import", "lever_jax.commands.import_samples", "convert LEVER / OpenAI / vLLM outputs to samples files"),
+    ("train", "lever_jax.commands.train", "train a verifier from gin files (T5X-style)"),
+    ("eval", "lever_jax.commands.eval", "score candidates with a trained verifier and write JSON scores"),
+    ("run", "lever_jax.commands.run", "end to end: execute, cross-fit the verifier, rerank, report"),
 )
 
 
