@@ -27,7 +27,7 @@ install: $(INSTALLED)
 install-test: $(TEST_INSTALLED)
 
 demo: $(INSTALLED)
-	$(BIN)/lever-jax demo
+	$(BIN)/lever-jax run --gin_file gin_configs/runs/demo.gin --out results/demo
 
 test: $(TEST_INSTALLED)
 	$(BIN)/python -m pytest -q tests
