@@ -9,7 +9,7 @@ from typing import Sequence
 # (subcommand, module, one-line help). Modules are imported only when their command runs.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("rerank", "lever_jax.commands.rerank", "rerank an executed file and print the baseline table"),
-    ("demo", "lever_jax.commands.demo", "run the main job on the bundled data (what `make demo` calls)"),
+    ("demo", "lever_jax.commands.demo", "baseline tables of the bundled GSM8k pools (no verifier; seconds)"),
     ("execute", "lever_jax.commands.execute", "execute candidates in the sandbox (cached)"),
     ("prepare", "lever_jax.commands.prepare", "build derived data once (e.g. Spider SQLite databases)"),
     ("verify-gold", "lever_jax.commands.verify_gold", "execute gold programs as candidates (sanity check)"),

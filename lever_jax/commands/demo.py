@@ -1,4 +1,7 @@
-"""`lever-jax demo`: the README's first command — the baseline table on the bundled GSM8k pool."""
+"""`lever-jax demo`: baseline tables of the bundled GSM8k pools, in seconds.
+
+No verifier is trained here; `make demo` runs the full end-to-end `lever-jax run`.
+"""
 from __future__ import annotations
 
 import argparse
