@@ -119,8 +119,11 @@ class Worker:
         wanted = [w for w in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path,
                               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) if w]
         p["private_tmp_dirs"] = isolation.private_tmp(keep=wanted) if root else []
-        p["private_tmp"] = bool(p["private_tmp_dirs"])
-        if p["private_tmp"]:
+        p["mount_namespace"] = bool(p["private_tmp_dirs"])
+        # /tmp itself stays shared when it holds the interpreter or this checkout (see
+        # isolation.private_tmp): report that honestly instead of claiming a private /tmp.
+        p["private_tmp"] = os.path.realpath("/tmp") in p["private_tmp_dirs"]
+        if p["mount_namespace"]:
             # Let the unprivileged task import the stdlib even if it lives under /root (0700).
             p["exposed_paths"] = isolation.expose_paths(wanted)
         p["drop_privileges"] = bool(root and self.uid is not None)
