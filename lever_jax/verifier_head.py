@@ -26,6 +26,8 @@ from lever_jax.models.verifier import verifier_loss
 
 @dataclasses.dataclass(frozen=True)
 class HeadConfig:
+    """The small per-fold verifier head on frozen features (gin-configurable; see demo.gin)."""
+
     hidden: int = 256
     dropout: float = 0.1
     steps: int = 1500
