@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from lever_jax.data.schema import Candidate, Problem
-from lever_jax.numpy_pipeline import ProblemBatcher, _Problem, frame_ids, pad_to
+from lever_jax.numpy_pipeline import ProblemBatcher, ProblemExamples, frame_ids, pad_to, task_problems
 from lever_jax.serialize import SerializeOptions
 from lever_jax.verifier_examples import TaskSpec, find_spec, iter_spec_problems, problem_examples
 from lever_jax.vocabularies import TextTokenizer
@@ -61,33 +61,20 @@ def with_gold(problem: Problem) -> tuple[Problem, bool]:
     return problem.replace(candidates=tuple(problem.candidates) + (gold_cand,)), True
 
 
-def _tokenized_problem(index: int, examples: Sequence[dict[str, Any]],
-                       tokens: list[list[int]]) -> _Problem:
-    return _Problem(index=index, tokens=tokens,
-                    labels=np.array([ex["correct"] for ex in examples], np.int32),
-                    gen_logprob=np.array([ex["gen_logprob"] for ex in examples], np.float32),
-                    result_ids=np.array([ex["result_id"] for ex in examples], np.int32),
-                    num_tokens=np.array([ex["num_tokens"] for ex in examples], np.int32))
-
-
 def numpy_problems(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                    options: Optional[SerializeOptions] = None, add_gold: bool = False,
-                   max_problems: Optional[int] = None) -> list[_Problem]:
+                   max_problems: Optional[int] = None) -> list[ProblemExamples]:
     """Tokenised problems of a task (numpy_pipeline framing), optionally with gold positives."""
-    out: list[_Problem] = []
     added = 0
-    for index, problem in enumerate(iter_spec_problems(spec)):
-        if max_problems is not None and len(out) >= max_problems:
-            break
-        if add_gold and spec.dataset in GOLD_DATASETS:
-            problem, was_added = with_gold(problem)
-            added += was_added
-        examples = problem_examples(problem, index, options, dataset=spec.dataset)
-        if not examples:
-            continue
-        tokens = [frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.truncation_side,
-                            tok.bos_id, tok.eos_id) for ex in examples]
-        out.append(_tokenized_problem(index, examples, tokens))
+
+    def gold(problem: Problem) -> Problem:
+        nonlocal added
+        problem, was_added = with_gold(problem)
+        added += was_added
+        return problem
+
+    transform = gold if add_gold and spec.dataset in GOLD_DATASETS else None
+    out = task_problems(spec, tok, inputs_length, options, transform=transform, max_problems=max_problems)
     if add_gold:
         log.info("%s: gold program added as a positive to %d of %d problems", spec.name, added, len(out))
     if not out:
@@ -96,7 +83,7 @@ def numpy_problems(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
 
 
 def seqio_problems(task_name: str, inputs_length: int,
-                   max_problems: Optional[int] = None) -> list[_Problem]:
+                   max_problems: Optional[int] = None) -> list[ProblemExamples]:
     """Tokenised problems read through the registered SeqIO task (imports TensorFlow)."""
     import seqio
 
@@ -111,7 +98,7 @@ def seqio_problems(task_name: str, inputs_length: int,
         if index not in grouped and max_problems is not None and len(grouped) >= max_problems:
             break
         grouped.setdefault(index, []).append(ex)
-    return [_tokenized_problem(index, exs, [list(map(int, ex["inputs"])) for ex in exs])
+    return [ProblemExamples.from_examples(index, exs, [ex["inputs"] for ex in exs])
             for index, exs in grouped.items()]
 
 
@@ -119,18 +106,14 @@ class TrainBatcher(ProblemBatcher):
     """`ProblemBatcher`'s deterministic sampling over pre-tokenised problems (gold added, or
     from SeqIO); `host_batch` returns this host's rows only."""
 
-    def __init__(self, problems: list[_Problem], tok: TextTokenizer, inputs_length: int,
+    def __init__(self, problems: Sequence[ProblemExamples], tok: TextTokenizer, inputs_length: int,
                  problems_per_batch: int, candidates_per_problem: int, seed: int = 0,
                  shuffle: bool = True, tokens_key: str = "encoder_input_tokens",
                  host_rows: Optional[slice] = None) -> None:
-        # ProblemBatcher.__init__ reads and tokenises a task itself; reuse only its sampling.
-        self.tok, self.length = tok, inputs_length
-        self.P, self.K, self.seed, self.shuffle = problems_per_batch, candidates_per_problem, seed, shuffle
-        self.problems = problems
+        self.init_from_problems(problems, tok, inputs_length, problems_per_batch,
+                                candidates_per_problem, seed, shuffle)
         self.tokens_key = tokens_key
         self.host_rows = host_rows or slice(0, problems_per_batch)
-        if not problems:
-            raise ValueError("TrainBatcher needs at least one problem")
 
     def host_batch(self, step: int) -> dict[str, np.ndarray]:
         """This host's rows of batch `step`, with the tokens under the model's key."""

@@ -7,7 +7,9 @@ Two consumers:
   ``lever_jax.feature_converters`` (tested identical).
 - :class:`ProblemBatcher`: problem-grouped training batches ``[P, K, L]`` (LEVER trains on one
   problem's candidates at a time, sampling at most K of them), deterministic from
-  ``(seed, step)`` so that a resumed run sees exactly the batches it would have seen.
+  ``(seed, step)`` so that a resumed run sees exactly the batches it would have seen. It samples
+  :class:`ProblemExamples` (one problem's framed candidates): built from a task
+  (``ProblemBatcher(spec, ...)``, :func:`task_problems`) or given (:meth:`ProblemBatcher.from_problems`).
 
 Token framing (both pipelines): ``[bos] + ids + [eos]`` where ``bos`` is the vocabulary's
 ``bos_id`` (``[CLS]`` for MiniLM, none for byte/SentencePiece), the middle cut to fit ``length``
@@ -18,10 +20,11 @@ first token of 'yes' / 'no'), plus EOS when ``targets_eos``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from lever_jax.data.schema import Problem
 from lever_jax.serialize import SerializeOptions
 from lever_jax.verifier_examples import TaskSpec, iter_examples, iter_spec_problems, problem_examples
 from lever_jax.vocabularies import TextTokenizer
@@ -137,13 +140,70 @@ def batch_features(
 
 
 @dataclasses.dataclass
-class _Problem:
+class ProblemExamples:
+    """One problem's candidates, tokenised and framed: the unit :class:`ProblemBatcher` samples.
+
+    ``tokens[k]`` holds candidate k's framed, unpadded ids (:func:`frame_ids`); the arrays hold one
+    value per candidate (``labels`` 1 = correct). Build with :meth:`from_examples` (example dicts
+    of :func:`lever_jax.verifier_examples.problem_examples`) or :func:`task_problems`.
+    """
+
     index: int  # problem_index within the task
-    tokens: list[list[int]]  # framed (unpadded) ids per candidate
-    labels: np.ndarray
-    gen_logprob: np.ndarray
-    result_ids: np.ndarray
-    num_tokens: np.ndarray
+    tokens: list[list[int]]
+    labels: np.ndarray  # i32[K]
+    gen_logprob: np.ndarray  # f32[K]
+    result_ids: np.ndarray  # i32[K]
+    num_tokens: np.ndarray  # i32[K]
+
+    @classmethod
+    def from_examples(
+        cls, index: int, examples: Sequence[Mapping[str, Any]], tokens: Sequence[Sequence[int]]
+    ) -> "ProblemExamples":
+        """From one problem's example dicts (fields ``correct``, ``gen_logprob``, ``result_id``,
+        ``num_tokens``) and their framed token ids, in the same order."""
+        if len(examples) != len(tokens):
+            raise ValueError(f"problem {index}: {len(examples)} examples but {len(tokens)} token lists")
+        return cls(
+            index=int(index),
+            tokens=[ids if isinstance(ids, list) else np.asarray(ids, np.int64).tolist() for ids in tokens],
+            labels=np.array([ex["correct"] for ex in examples], np.int32),
+            gen_logprob=np.array([ex["gen_logprob"] for ex in examples], np.float32),
+            result_ids=np.array([ex["result_id"] for ex in examples], np.int32),
+            num_tokens=np.array([ex["num_tokens"] for ex in examples], np.int32),
+        )
+
+
+def frame_examples(
+    examples: Iterable[Mapping[str, Any]], tok: TextTokenizer, inputs_length: int, side: str
+) -> list[list[int]]:
+    """Tokenise and frame the ``inputs`` of each example (unpadded ids, see :func:`frame_ids`)."""
+    return [frame_ids(tok.encode(ex["inputs"]), inputs_length, side, tok.bos_id, tok.eos_id) for ex in examples]
+
+
+def task_problems(
+    spec: TaskSpec,
+    tok: TextTokenizer,
+    inputs_length: int,
+    options: SerializeOptions | None = None,
+    transform: Callable[[Problem], Problem] | None = None,
+    max_problems: int | None = None,
+) -> list[ProblemExamples]:
+    """The tokenised problems of a task, in task order; problems without candidates are skipped.
+
+    ``transform`` rewrites each problem before serialisation (e.g. adding the gold program as a
+    candidate); ``max_problems`` stops after that many (non-empty) problems.
+    """
+    out: list[ProblemExamples] = []
+    for index, problem in enumerate(iter_spec_problems(spec)):
+        if max_problems is not None and len(out) >= max_problems:
+            break
+        if transform is not None:
+            problem = transform(problem)
+        examples = problem_examples(problem, index, options, dataset=spec.dataset)
+        if examples:
+            tokens = frame_examples(examples, tok, inputs_length, spec.truncation_side)
+            out.append(ProblemExamples.from_examples(index, examples, tokens))
+    return out
 
 
 class ProblemBatcher:
@@ -154,6 +214,10 @@ class ProblemBatcher:
     Each problem contributes up to ``K`` of its candidates, sampled without replacement with an RNG
     seeded by ``(seed, epoch, problem)``; all candidates when it has at most K. Resuming at step s
     therefore reproduces the uninterrupted run exactly (:meth:`batch` is a pure function of step).
+
+    Construction: ``ProblemBatcher(spec, tok, ...)`` reads and tokenises a task;
+    :meth:`from_problems` takes already tokenised :class:`ProblemExamples` (gold-augmented, read
+    through SeqIO, ...); subclasses call :meth:`init_from_problems` from their ``__init__``.
 
     Batch keys: ``input_tokens`` i32[P,K,L], ``candidate_mask`` bool[P,K], ``labels`` i32[P,K]
     (1 = yes), ``decoder_target_tokens`` i32[P,K,1] (yes/no token), ``gen_logprob`` f32[P,K],
@@ -172,26 +236,53 @@ class ProblemBatcher:
         options: SerializeOptions | None = None,
         shuffle: bool = True,
     ):
+        problems = task_problems(spec, tok, inputs_length, options)
+        if not problems:
+            raise ValueError(f"task {spec.name!r} ({spec.path}) has no problems with candidates")
+        self.init_from_problems(
+            problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle
+        )
+
+    @classmethod
+    def from_problems(
+        cls,
+        problems: Sequence[ProblemExamples],
+        tok: TextTokenizer,
+        inputs_length: int,
+        problems_per_batch: int,
+        candidates_per_problem: int,
+        seed: int = 0,
+        shuffle: bool = True,
+    ) -> "ProblemBatcher":
+        """A batcher over pre-tokenised problems (ids framed to at most ``inputs_length``).
+
+        Sets only the sampling state: a subclass with more state (e.g. ``lever_jax.inputs.TrainBatcher``)
+        is built with its own constructor instead."""
+        batcher = cls.__new__(cls)
+        ProblemBatcher.init_from_problems(
+            batcher, problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle
+        )
+        return batcher
+
+    def init_from_problems(
+        self,
+        problems: Sequence[ProblemExamples],
+        tok: TextTokenizer,
+        inputs_length: int,
+        problems_per_batch: int,
+        candidates_per_problem: int,
+        seed: int = 0,
+        shuffle: bool = True,
+    ) -> None:
+        """Set the sampling state (what ``__init__`` does after tokenising); for subclasses."""
+        if not problems:
+            raise ValueError("ProblemBatcher needs at least one problem")
+        too_long = next((p.index for p in problems if max(map(len, p.tokens), default=0) > inputs_length), None)
+        if too_long is not None:
+            raise ValueError(f"problem {too_long} has token ids longer than inputs_length={inputs_length}")
         self.tok, self.length = tok, inputs_length
         self.P, self.K, self.seed, self.shuffle = problems_per_batch, candidates_per_problem, seed, shuffle
-        self.problems: list[_Problem] = []
-        for index, problem in enumerate(iter_spec_problems(spec)):
-            examples = problem_examples(problem, index, options, dataset=spec.dataset)
-            if not examples:
-                continue
-            tokens = [frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.truncation_side, tok.bos_id, tok.eos_id) for ex in examples]
-            self.problems.append(
-                _Problem(
-                    index=index,
-                    tokens=tokens,
-                    labels=np.array([ex["correct"] for ex in examples], np.int32),
-                    gen_logprob=np.array([ex["gen_logprob"] for ex in examples], np.float32),
-                    result_ids=np.array([ex["result_id"] for ex in examples], np.int32),
-                    num_tokens=np.array([ex["num_tokens"] for ex in examples], np.int32),
-                )
-            )
-        if not self.problems:
-            raise ValueError(f"task {spec.name!r} ({spec.path}) has no problems with candidates")
+        self.problems: list[ProblemExamples] = list(problems)
 
     @property
     def num_problems(self) -> int:

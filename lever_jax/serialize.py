@@ -37,7 +37,9 @@ class SerializeOptions:
     include_program / include_execution: keep the program text / the execution result.
     include_schema: (Spider/WikiTQ) prepend ``-- schema: ...`` lines, read from
       ``problem.context["schema"]`` (a string, or a mapping table -> column list) or
-      ``problem.context["db_table_headers"]``; absent schemas are silently skipped.
+      ``problem.context["db_table_headers"]``; for Spider, else from the bundled ``tables.json``
+      by ``db_id`` (:func:`schema_of`); absent schemas are silently skipped. Spider's string is
+      ``table: col1, col2 | table2: ...`` (set by the Spider loader).
     max_result_chars: cap on the execution-result text (LEVER: 5,000 characters for SQL tables).
     max_chars: cap on the whole input, applied on the dataset's truncation side (None: no cap).
     """
@@ -84,14 +86,23 @@ def render_schema(schema: Any) -> str:
     raise TypeError(f"schema must be a string or a mapping table -> columns, got {type(schema).__name__}")
 
 
-def _schema_of(problem: Problem) -> Any:
-    return problem.context.get("schema", problem.context.get("db_table_headers"))
+def schema_of(problem: Problem) -> Any:
+    """The schema the ``include_schema`` option prepends: ``context["schema"]``, else
+    ``context["db_table_headers"]``, else (Spider) the bundled ``tables.json`` schema of
+    ``context["db_id"]`` (:func:`lever_jax.data.datasets.spider.schema_text`, for files written
+    before the loader added the schema); None when there is none."""
+    schema = problem.context.get("schema", problem.context.get("db_table_headers"))
+    if schema is None and problem.dataset == "spider" and isinstance(problem.context.get("db_id"), str):
+        from lever_jax.data.datasets.spider import schema_text  # lazy: reads tables.json once
+
+        schema = schema_text(problem.context["db_id"])
+    return schema
 
 
 def serialize_sql(problem: Problem, candidate: Candidate, options: SerializeOptions = DEFAULT_OPTIONS) -> str:
     """Spider / WikiTQ verifier input (newlines -> ``|``, cut from the left)."""
     parts = []
-    schema = _schema_of(problem) if options.include_schema else None
+    schema = schema_of(problem) if options.include_schema else None
     if schema:
         parts.append(f"-- schema:\n{render_schema(schema)}\n")
     parts.append(f"-- question: {problem.question}\n")

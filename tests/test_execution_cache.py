@@ -58,6 +58,14 @@ def test_context_hash_depends_on_context_and_gold():
     assert context_hash(a) != context_hash(a.replace(context={"db_id": "x"}))
 
 
+def test_context_hash_ignores_verifier_only_schema():
+    base = Problem("p", "spider", "q?", {"db_id": "concert_singer"}, "SELECT 1", ())
+    with_schema = base.replace(context={"db_id": "concert_singer", "schema": "singer: Name"})
+    other_db = base.replace(context={"db_id": "pets_1", "schema": "singer: Name"})
+    assert context_hash(base) == context_hash(with_schema)
+    assert context_hash(base) != context_hash(other_db)
+
+
 def test_rerun_executes_nothing_and_gives_identical_output(tmp_path, sandbox):
     executor = GSM8kExecutor()
     first_stats, second_stats = RunStats(), RunStats()

@@ -191,3 +191,55 @@ def test_gin_task_files_name_bundled_tasks(name):
         assert get_vocabulary().spec == "minilm" if name == "gsm8k_pool" else get_vocabulary().spec == "spm"
     finally:
         gin.clear_config()
+
+
+def test_problem_batcher_from_problems_matches_task_constructor():
+    from lever_jax.numpy_pipeline import ProblemExamples, frame_examples, task_problems
+    from lever_jax.verifier_examples import problem_examples
+
+    tok = get_vocabulary("byte")
+    spec = _spec("gsm8k", "test")
+    problems = task_problems(spec, tok, 96)
+    assert [p.index for p in problems] == [0, 1, 2] and all(isinstance(p, ProblemExamples) for p in problems)
+    first = next(iter_spec_problems(spec))
+    examples = problem_examples(first, 0)
+    built = ProblemExamples.from_examples(0, examples, frame_examples(examples, tok, 96, spec.truncation_side))
+    assert built.tokens == problems[0].tokens and built.labels.tolist() == [e["correct"] for e in examples]
+    a = ProblemBatcher(spec, tok, 96, 2, 2, seed=3)
+    b = ProblemBatcher.from_problems(problems, tok, 96, 2, 2, seed=3)
+    assert type(b) is ProblemBatcher and b.num_problems == 3
+    for step in range(4):
+        x, y = a.batch(step), b.batch(step)
+        assert all(np.array_equal(x[k], y[k]) for k in x)
+    assert len(task_problems(spec, tok, 96, max_problems=2)) == 2
+    with pytest.raises(ValueError, match="at least one problem"):
+        ProblemBatcher.from_problems([], tok, 96, 2, 2)
+    with pytest.raises(ValueError, match="longer than inputs_length"):
+        ProblemBatcher.from_problems(problems, tok, 16, 2, 2)
+    with pytest.raises(ValueError, match="token lists"):
+        ProblemExamples.from_examples(0, examples, [])
+
+
+def test_spider_schema_option_from_gin(tmp_path):
+    """gin ``serialize_options.include_schema`` (gin_configs/tasks/spider.gin) switches the schema on;
+    a Spider file whose context has only ``db_id`` gets it from the bundled tables.json."""
+    import gin
+
+    from lever_jax.data.jsonl import read_problems, write_problems
+
+    problems = list(read_problems(FIXTURES / "spider" / "dev.executed.jsonl", require_execution=True))
+    (tmp_path / "spider").mkdir()
+    write_problems(tmp_path / "spider" / "dev.executed.jsonl", [p.replace(context={"db_id": p.context["db_id"]}) for p in problems])
+    spec = next(s for s in discover_specs(tmp_path, include_bundled=False) if s.name == "lever_verify_spider_dev")
+    gin.clear_config()
+    try:
+        with gin.unlock_config():
+            gin.parse_config_file(str(ROOT / "gin_configs" / "tasks" / "spider.gin"))
+        assert not any("schema" in ex["inputs"] for ex in iter_examples(spec))
+        with gin.unlock_config():
+            gin.parse_config("serialize_options.include_schema = True")
+        with_schema = list(iter_examples(spec))
+        assert all(ex["inputs"].startswith("-- schema:|stadium: Stadium_ID, Location,") for ex in with_schema[:4])
+        assert "| singer_in_concert: concert_ID, Singer_ID|-- question: How many singers" in with_schema[0]["inputs"]
+    finally:
+        gin.clear_config()

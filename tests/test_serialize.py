@@ -131,3 +131,35 @@ def test_humaneval_description_is_the_docstring():
     assert text.count("Add two numbers") == 2  # once as description, once inside the program
     broken = Problem("h", "humaneval", "the question", {"prompt": "def f(:\n", "entry_point": "f"}, None, ())
     assert serialize(broken, c).startswith("# description\nthe question\n\n")
+
+
+CONCERT_SINGER_SCHEMA = (
+    "stadium: Stadium_ID, Location, Name, Capacity, Highest, Lowest, Average | "
+    "singer: Singer_ID, Name, Country, Song_Name, Song_release_year, Age, Is_male | "
+    "concert: concert_ID, concert_Name, Theme, Stadium_ID, Year | "
+    "singer_in_concert: concert_ID, Singer_ID"
+)
+
+
+def test_spider_schema_from_bundled_tables_json():
+    from lever_jax.data.datasets import spider
+
+    problem = spider.load_problems("dev")[0]  # hand-checked against Spider's tables.json
+    assert problem.context == {"db_id": "concert_singer", "schema": CONCERT_SINGER_SCHEMA}
+    assert problem.question == "How many singers do we have?"
+    c = _cand(str(problem.gold), " count(*)\n        6")
+    plain = "-- question: How many singers do we have?|-- SQL:|select count(*) from singer|-- exec result:|/*| count(*)|        6|*/"
+    assert serialize(problem, c) == plain
+    assert "schema" not in serialize(problem, c) and "Stadium_ID" not in serialize(problem, c)
+    assert serialize(problem, c, SerializeOptions(include_schema=True)) == f"-- schema:|{CONCERT_SINGER_SCHEMA}|{plain}"
+    # files written before the loader added the schema: looked up by db_id
+    older = problem.replace(context={"db_id": "concert_singer"})
+    assert serialize(older, c, SerializeOptions(include_schema=True)) == f"-- schema:|{CONCERT_SINGER_SCHEMA}|{plain}"
+    unknown = problem.replace(context={"db_id": "no_such_db"})
+    assert serialize(unknown, c, SerializeOptions(include_schema=True)) == plain
+    # left truncation drops the schema first, keeping the execution result
+    cut_text = serialize(problem, c, SerializeOptions(include_schema=True, max_chars=len(plain)))
+    assert cut_text == plain
+    assert spider.load_problems("dev")[0].context == problem.context
+    assert "schema" not in spider.problems_from_file(
+        spider.bundled_path("spider", "dev.jsonl.gz"), "dev", with_schema=False)[0].context

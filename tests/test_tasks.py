@@ -254,3 +254,38 @@ def test_gin_task_files_parse():
             gin.parse_config_file(str(path))
             assert get_vocabulary().spec in ("byte", "spm", "minilm")
         gin.clear_config()
+
+
+@pytest.mark.parametrize("switch", ["gin", "argument"])
+def test_spider_schema_option(tmp_path, switch):
+    """The Spider schema (bundled tables.json, by db_id) reaches the SeqIO task's inputs when
+    switched on by gin (``serialize_options.include_schema``) or by ``register_task(options=...)``."""
+    from lever_jax.data.jsonl import write_problems
+    from lever_jax.serialize import SerializeOptions
+    from lever_jax.verifier_examples import discover_specs
+
+    problems = list(read_problems(FIXTURES / "spider" / "dev.executed.jsonl", require_execution=True))
+    (tmp_path / "spider").mkdir()
+    write_problems(tmp_path / "spider" / "dev.executed.jsonl", [p.replace(context={"db_id": p.context["db_id"]}) for p in problems])
+    spec = next(s for s in discover_specs(tmp_path, include_bundled=False) if s.name == "lever_verify_spider_dev")
+    name = f"lever_verify_spider_dev_schema_{switch}"
+
+    def first_inputs() -> str:
+        task = seqio.get_mixture_or_task(name)
+        ds = task.get_dataset({"inputs": 256, "targets": 1}, split="validation", shuffle=False)
+        return next(ds.as_numpy_iterator())["inputs_pretokenized"].decode("utf-8")
+
+    with gin.unlock_config():
+        gin.parse_config("get_vocabulary.name = 'byte'")
+    try:
+        lever_tasks.register_task(spec, name=name)
+        assert first_inputs().startswith("-- question: How many singers do we have?|")
+        if switch == "gin":
+            with gin.unlock_config():
+                gin.parse_config("serialize_options.include_schema = True")
+        else:
+            lever_tasks.register_task(spec, options=SerializeOptions(include_schema=True), name=name)
+        assert first_inputs().startswith("-- schema:|stadium: Stadium_ID, Location, Name,")
+    finally:
+        seqio.TaskRegistry.remove(name)
+        gin.clear_config()

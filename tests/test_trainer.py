@@ -191,3 +191,30 @@ def test_seqio_and_numpy_inputs_give_the_same_problems():
         np.testing.assert_array_equal(a.labels, b.labels)
         np.testing.assert_array_equal(a.result_ids, b.result_ids)
         np.testing.assert_allclose(a.gen_logprob, b.gen_logprob, rtol=1e-6)
+
+
+def test_numpy_problems_with_gold_feed_the_train_batcher():
+    from lever_jax.inputs import TrainBatcher, numpy_problems
+    from lever_jax.numpy_pipeline import ProblemBatcher, ProblemExamples
+    from lever_jax.verifier_examples import discover_specs
+    from lever_jax.vocabularies import get_vocabulary
+
+    fixtures = Path(__file__).parent / "fixtures" / "executed"
+    spec = next(s for s in discover_specs(fixtures, include_bundled=False) if s.name == "lever_verify_mbpp_test")
+    tok = get_vocabulary("byte")
+    plain = numpy_problems(spec, tok, 128)
+    gold = numpy_problems(spec, tok, 128, add_gold=True)
+    assert all(isinstance(p, ProblemExamples) for p in gold)
+    added = [len(g.tokens) - len(p.tokens) for p, g in zip(plain, gold)]
+    assert all(a in (0, 1) for a in added)
+    for p, g, a in zip(plain, gold, added):
+        assert g.tokens[: len(p.tokens)] == p.tokens and (not a or g.labels[-1] == 1)
+    assert len(numpy_problems(spec, tok, 128, max_problems=1)) == 1
+    batcher = TrainBatcher(gold, tok, 128, 2, 3, seed=0, host_rows=slice(1, 2))
+    assert isinstance(batcher, ProblemBatcher)
+    full = batcher.batch(0)
+    rows = batcher.host_batch(0)
+    assert rows["encoder_input_tokens"].shape == (1, 3, 128) and "input_tokens" not in rows
+    np.testing.assert_array_equal(rows["encoder_input_tokens"], full["input_tokens"][1:2])
+    with pytest.raises(ValueError, match="at least one problem"):
+        TrainBatcher([], tok, 128, 2, 3)

@@ -35,9 +35,16 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+VERIFIER_ONLY_CONTEXT = frozenset({"schema", "db_table_headers"})
+
+
 def context_hash(problem: Problem) -> str:
-    """Hash of what an execution may depend on besides the program (context and gold)."""
-    blob = json.dumps({"context": problem.context, "gold": problem.gold}, sort_keys=True, ensure_ascii=False,
+    """Hash of what an execution may depend on besides the program (context and gold).
+
+    Context keys that only the verifier reads (``VERIFIER_ONLY_CONTEXT``, e.g. Spider's schema
+    string) are left out, so adding them to a dataset does not invalidate cached executions."""
+    context = {k: v for k, v in problem.context.items() if k not in VERIFIER_ONLY_CONTEXT}
+    blob = json.dumps({"context": context, "gold": problem.gold}, sort_keys=True, ensure_ascii=False,
                       default=repr)
     return sha256(blob)
 
