@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -175,6 +175,7 @@ class PoolFeatures:
     question: np.ndarray  # f32[B, D]
     program: np.ndarray  # f32[B, N, D]
     result: np.ndarray  # f32[B, N, D]
+    candidate: Optional[np.ndarray] = None  # f32[B, N, F] hand-crafted (lever_jax.candidate_features)
 
 
 def pool_features(problems: Sequence[Problem], width: int, config: FeatureConfig,

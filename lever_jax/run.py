@@ -6,7 +6,8 @@ Steps, each resumable (a re-run redoes nothing that is already on disk):
 2. assign problems to `num_folds` folds (seeded permutation; DIR/folds.json): the verifier that
    scores a problem never trained on it (cross-fitting);
 3. encode question / program / execution result with the frozen MiniLM (lever_jax.features;
-   cached under DIR/features/) and train a head per fold (lever_jax.verifier_head) with orbax
+   cached under DIR/features/), optionally add hand-crafted candidate features
+   (lever_jax.candidate_features), and train a head per fold (lever_jax.verifier_head) with orbax
    checkpoints under DIR/folds/fold{i}/ (the best by held-out dev loss is kept; a finished fold
    writes scores.npy and is never retrained; an interrupted one resumes from its latest step);
 4. score every candidate and rerank with the jitted scorer (lever_jax.report / scoring);
@@ -28,7 +29,7 @@ from typing import Any, Optional, Sequence
 import gin
 import numpy as np
 
-from lever_jax import baselines, checkpoints, metrics, plots, report  # noqa: F401 (gin registration before parsing)
+from lever_jax import baselines, candidate_features, checkpoints, metrics, plots, report  # noqa: F401 (gin registration before parsing)
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.bundled import bundled_path
 from lever_jax.data.jsonl import read_problems, write_json, write_problems
@@ -40,6 +41,7 @@ gin.external_configurable(FeatureConfig, module="lever_jax.features")
 gin.external_configurable(HeadConfig, module="lever_jax.verifier_head")
 
 ABLATIONS = ("none", "no_exec", "no_program", "no_gen_prob", "no_agg")
+VERIFIERS = ("head", "trained")
 POOLS: dict[str, dict[str, Any]] = {
     # GSM8k code-davinci-002 pool: executed here (LEVER's final-locals result text).
     "gsm8k_code002": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "code002.samples.jsonl.gz")},
@@ -61,6 +63,7 @@ class RunConfig:
     fold_seed: int = 0
     dev_fraction: float = 0.1  # of each fold's training problems, for checkpoint selection
     ablation: str = "none"
+    verifier: str = "head"  # 'head': frozen features + small head; 'trained': lever_jax.fold_training (gin train.*)
     execute: bool = True  # False: use the bundled executed file (recorded results)
     execution_workers: Optional[int] = None
     execution_timeout_s: float = 10.0
@@ -142,6 +145,15 @@ def assign_folds(problem_ids: Sequence[str], num_folds: int, seed: int) -> np.nd
     return folds
 
 
+def fold_rows(folds: np.ndarray, fold: int, dev_fraction: float, seed: int) -> dict[str, np.ndarray]:
+    """Problem rows of fold ``fold``: 'heldout' (the fold), 'dev' (a seeded slice of the other
+    folds, for checkpoint selection) and 'train' (the rest)."""
+    held = np.flatnonzero(folds == fold)
+    rest = np.random.default_rng([seed, fold]).permutation(np.flatnonzero(folds != fold))
+    n_dev = max(1, int(round(dev_fraction * len(rest))))
+    return {"train": np.sort(rest[n_dev:]), "dev": np.sort(rest[:n_dev]), "heldout": held}
+
+
 # ------------------------------------------------------------------------------------ 3 train
 def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Path, dev_fraction: float,
                seed: int, progress: bool) -> np.ndarray:
@@ -152,15 +164,11 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
     from lever_jax.checkpoints import Checkpointer, abstract_like
 
     scores_path = fold_dir / "scores.npy"
-    held = np.flatnonzero(folds == fold)
     if scores_path.exists():
         _log(f"fold {fold}: done already ({scores_path})")
         return np.load(scores_path)
-    rest = np.flatnonzero(folds != fold)
-    rng = np.random.default_rng([seed, fold])
-    rest = rng.permutation(rest)
-    n_dev = max(1, int(round(dev_fraction * len(rest))))
-    dev, train = np.sort(rest[:n_dev]), np.sort(rest[n_dev:])
+    rows = fold_rows(folds, fold, dev_fraction, seed)
+    held, dev, train = rows["heldout"], rows["dev"], rows["train"]
     cfg = trainer.config
     state = trainer.init_state()
     with Checkpointer(fold_dir, keep_latest=1, keep_best=1, best_metric="dev_loss", best_mode="min") as ckpt:
@@ -258,6 +266,8 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     cfg = config
     if cfg.ablation not in ABLATIONS:
         raise ValueError(f"ablation must be one of {ABLATIONS}, got {cfg.ablation!r}")
+    if cfg.verifier not in VERIFIERS:
+        raise ValueError(f"RunConfig.verifier must be one of {VERIFIERS}, got {cfg.verifier!r}")
     if cfg.ablation == "no_exec":
         head = dataclasses.replace(head, use_result=False)
     elif cfg.ablation == "no_program":
@@ -281,25 +291,10 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     _log(f"{len(problems)} problems, {n_cand} distinct programs ({arrays.counts.sum()} samples), "
          f"{cfg.num_folds} folds")
 
-    t = time.time()
-    feats = pool_features(problems, arrays.shape[1], features,
-                          cfg.features_dir or out / "features", progress=cfg.progress)
-    timings["features_s"] = time.time() - t
-
-    t = time.time()
-    trainer = HeadTrainer(head, feats, arrays.correct, arrays.mask)
-    # Fold checkpoints live under a directory named by the settings that change training, so a
-    # changed config never resumes a stale fold.
-    train_key = _sha({k: settings[k] for k in ("features", "head")} | {"folds": settings["run"]["num_folds"],
-                     "fold_seed": cfg.fold_seed, "max_problems": cfg.max_problems, "pool": cfg.pool,
-                     "execute": cfg.execute})
-    ver = np.full(arrays.shape, -np.inf, np.float32)
-    for fold in range(cfg.num_folds):
-        held = np.flatnonzero(folds == fold)
-        ver[held] = train_fold(trainer, fold, folds, Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}",
-                               cfg.dev_fraction, head.seed, cfg.progress)
-    ver = np.where(arrays.mask, ver, -np.inf).astype(np.float32)
-    timings["train_score_s"] = time.time() - t
+    if cfg.verifier == "head":
+        ver = _head_verifier(cfg, features, head, problems, arrays, folds, settings, out, timings)
+    else:
+        ver = _trained_verifier(cfg, problems, arrays, folds, out, timings)
 
     t = time.time()
     table = report.method_table(arrays, ver, n_resamples=cfg.bootstrap, use_gen_prob=use_gen_prob)
@@ -335,6 +330,61 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     _log(f"wrote {out}/report.md, metrics.json, scores.json, accuracy_vs_k.png, reliability.png "
          f"({timings['total_s']:.0f}s)")
     return doc
+
+
+def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, problems: Sequence[Problem],
+                   arrays: CandidateArrays, folds: np.ndarray, settings: dict[str, Any], out: Path,
+                   timings: dict[str, float]) -> np.ndarray:
+    """Frozen-encoder features (+ candidate features) and a small head per fold -> log P(yes) [B, N]."""
+    t = time.time()
+    feats = pool_features(problems, arrays.shape[1], features,
+                          cfg.features_dir or out / "features", progress=cfg.progress)
+    if head.use_candidate_features:
+        feats = dataclasses.replace(feats, candidate=candidate_features.pool_candidate_features(
+            problems, arrays.shape[1]))
+    timings["features_s"] = time.time() - t
+    t = time.time()
+    trainer = HeadTrainer(head, feats, arrays.correct, arrays.mask)
+    # Fold checkpoints live under a directory named by the settings that change training, so a
+    # changed config never resumes a stale fold.
+    train_key = _sha({k: settings[k] for k in ("features", "head")} | _fold_key(cfg))
+    ver = np.full(arrays.shape, -np.inf, np.float32)
+    for fold in range(cfg.num_folds):
+        held = np.flatnonzero(folds == fold)
+        ver[held] = train_fold(trainer, fold, folds, Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}",
+                               cfg.dev_fraction, head.seed, cfg.progress)
+    timings["train_score_s"] = time.time() - t
+    return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
+
+
+def _fold_key(cfg: RunConfig) -> dict[str, Any]:
+    return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "max_problems": cfg.max_problems,
+            "pool": cfg.pool, "execute": cfg.execute}
+
+
+def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
+                      out: Path, timings: dict[str, float]) -> np.ndarray:
+    """A verifier trained end to end per fold (gin `build_model` / `train.*`) -> log P(yes) [B, N].
+    The dev slice of each fold is seeded by RunConfig.fold_seed."""
+    from lever_jax import fold_training
+
+    if cfg.ablation in ("no_exec", "no_program"):  # LEVER's input ablations: the serialized input
+        with gin.unlock_config():
+            gin.bind_parameter("serialize_options.include_execution", cfg.ablation != "no_exec")
+            gin.bind_parameter("serialize_options.include_program", cfg.ablation != "no_program")
+    t = time.time()
+    # the bindings that shape training (model, train.*, serialize_options.*), not the run's own settings
+    training_gin = [line for line in gin.config_str().splitlines()
+                    if not any(name in line for name in ("RunConfig.", "FeatureConfig.", "HeadConfig."))]
+    train_key = _sha({"gin": training_gin} | _fold_key(cfg))
+    ver = np.full(arrays.shape, -np.inf, np.float32)
+    for fold in range(cfg.num_folds):
+        rows = fold_rows(folds, fold, cfg.dev_fraction, cfg.fold_seed)
+        fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
+        _log(f"fold {fold}: training the verifier ({len(rows['train'])} train / {len(rows['dev'])} dev problems)")
+        ver[rows["heldout"]] = fold_training.train_fold(problems, rows, arrays.shape[1], fold_dir, cfg.progress)
+    timings["train_score_s"] = time.time() - t
+    return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
 
 
 def codet_row(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays) -> Optional[dict[str, float]]:

@@ -135,9 +135,13 @@ def train(
     max_eval_problems: Optional[int] = None,
     progress_bar: bool = True,
     init_params: Optional[str] = None,
+    data_dir: Optional[str] = None,
     argv_note: str = "",
 ) -> dict[str, Any]:
-    """Train (or resume) and return the last logged record. See the module docstring."""
+    """Train (or resume) and return the last logged record. See the module docstring.
+
+    ``data_dir``: where task files are looked up first (``<dataset>/<split>.executed.jsonl.gz``;
+    default: gin ``discover_specs.data_dir`` / ``$LEVER_JAX_DATA_DIR``, then the bundled pools)."""
     length = _inputs_length(task_feature_lengths, inputs_length)
     if pipeline not in ("numpy", "seqio"):
         raise ValueError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
@@ -156,7 +160,7 @@ def train(
 
     t0 = time.time()
     if pipeline == "numpy":
-        problems = numpy_problems(resolve_task(train_task), tok, length, add_gold=add_gold,
+        problems = numpy_problems(resolve_task(train_task, data_dir), tok, length, add_gold=add_gold,
                                   max_problems=max_train_problems)
     else:
         problems = seqio_problems(train_task, length, max_problems=max_train_problems)
@@ -165,7 +169,7 @@ def train(
                            host_rows=partitioning.host_batch_slice(problems_per_batch))
     eval_set = None
     if eval_task:
-        eval_set = load_eval_set(resolve_task(eval_task), tok, length, max_problems=max_eval_problems)
+        eval_set = load_eval_set(resolve_task(eval_task, data_dir), tok, length, max_problems=max_eval_problems)
     log.info("inputs ready in %.1fs: %d train problems%s", time.time() - t0, batcher.num_problems,
              f", {eval_set.num_problems} eval problems" if eval_set else "")
 
@@ -257,6 +261,7 @@ def evaluate(
     eval_batch_size: int = 32,
     gen_normalize: Optional[str] = None,
     max_eval_problems: Optional[int] = None,
+    data_dir: Optional[str] = None,
 ) -> dict[str, Any]:
     """Score every candidate of `eval_task` with a checkpoint ('best' by `best_metric` among the
     evaluated steps, 'latest' or a step number) and
@@ -284,7 +289,7 @@ def evaluate(
         state, _ = ckpt.restore(step, trainer.abstract_state())
     finally:
         ckpt.close()
-    spec = resolve_task(eval_task)
+    spec = resolve_task(eval_task, data_dir)
     eval_set = load_eval_set(spec, tok, length, max_problems=max_eval_problems)
     t0 = time.time()
     scores = trainer.score_tokens(state.params, eval_set.tokens, eval_batch_size)

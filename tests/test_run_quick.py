@@ -70,3 +70,32 @@ def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
     assert "encode" not in err
     again = json.loads((out / "metrics.json").read_text())
     assert again["methods"] == doc["methods"]
+
+
+def test_run_with_a_t5_trained_per_fold(tmp_path, monkeypatch, capsys) -> None:
+    """RunConfig.verifier='trained' (gin_configs/runs/demo_t5.gin): a tiny T5 trained per fold
+    through lever_jax.runs, held-out problems scored by the fold's best checkpoint; resumable."""
+    monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
+    out = tmp_path / "t5run"
+    argv = ["--gin_file", "gin_configs/runs/demo_t5.gin", "--out", str(out), "--no-progress",
+            "--max_problems", "12",
+            "--gin_bindings", "RunConfig.num_folds = 2", "--gin_bindings", "RunConfig.bootstrap = 100",
+            "--gin_bindings", "TRAIN_STEPS = 4", "--gin_bindings", "EVAL_PERIOD = 2",
+            "--gin_bindings", "CHECKPOINT_PERIOD = 2", "--gin_bindings", "BATCH_SIZE = 2",
+            "--gin_bindings", "TASK_FEATURE_LENGTHS = {'inputs': 64, 'targets': 1}"]
+    assert run_cmd.cli(argv) == 0
+    doc = json.loads((out / "metrics.json").read_text())
+    assert doc["problems"] == 12 and "lever" in doc["methods"]
+    scores = json.loads((out / "scores.json").read_text())
+    real = [c["verifier_logprob"] for p in scores["problems"] for c in p["candidates"]]
+    assert len(real) == doc["distinct_programs"] and all(v is not None and v <= 0.0 for v in real)
+    fold_dirs = sorted(out.glob("folds/*/fold*"))
+    assert len(fold_dirs) == 2
+    for fold_dir in fold_dirs:
+        info = json.loads((fold_dir / "fold.json").read_text())
+        assert info["train"] + info["dev"] + info["held_out"] == 12
+        assert (fold_dir / "data" / "gsm8k" / "heldout.executed.jsonl.gz").exists()
+        assert any((fold_dir / "model").glob("checkpoints/*"))
+    capsys.readouterr()
+    assert run_cmd.cli(argv) == 0  # a re-run retrains nothing
+    assert json.loads((out / "metrics.json").read_text())["methods"] == doc["methods"]
