@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import jax
@@ -138,12 +139,46 @@ def init_variables(init_fn: Callable[[jax.Array], Any], rng: jax.Array, mesh: Me
     return variables, shardings
 
 
+# XLA:CPU options for the model steps (measured in docs/bench/train.md). jaxlib 0.10's XLA:CPU
+# hands dots *and* reductions to YNNPACK fusions by default; its reductions were slow for a T5
+# training step (e.g. 0.7 s to sum the relative-position-bias gradient over 8 layers), so only
+# dots go to YNNPACK and reductions stay with XLA's own emitters (~25% faster training steps).
+CPU_COMPILER_OPTIONS: Mapping[str, str] = {
+    "xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_options_supported(items: tuple[tuple[str, str], ...]) -> bool:
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=dict(items)).lower(np.float32(0)).compile()
+        return True
+    except Exception as err:  # another jaxlib without these options: keep its defaults
+        log.info("XLA:CPU compiler options %s not supported (%s); using defaults", items, err)
+        return False
+
+
+def compiler_options(mesh: Mesh) -> Optional[dict[str, str]]:
+    """`CPU_COMPILER_OPTIONS` on a CPU mesh, unless XLA_FLAGS or LEVER_JAX_XLA_CPU_DEFAULTS=1
+    say otherwise or this jaxlib does not know them; None elsewhere."""
+    if any(d.platform != "cpu" for d in mesh.devices.flat):
+        return None
+    if os.environ.get("LEVER_JAX_XLA_CPU_DEFAULTS") == "1":
+        return None
+    flags = os.environ.get("XLA_FLAGS", "")
+    options = {k: v for k, v in CPU_COMPILER_OPTIONS.items() if k not in flags}
+    if not options or not _cpu_options_supported(tuple(sorted(options.items()))):
+        return None
+    return options
+
+
 def sharded_jit(fn: Callable, mesh: Mesh, rules: Rules, in_shardings: Any, out_shardings: Any,
                 static_argnums: Sequence[int] = (), donate_argnums: Sequence[int] = ()) -> Callable:
     """jax.jit with NamedSharding in/out shardings (pjit) that traces and runs under
-    `mesh_context(mesh, rules)`, so logical activation constraints apply."""
+    `mesh_context(mesh, rules)`, so logical activation constraints apply (and with
+    `compiler_options(mesh)`)."""
     jitted = jax.jit(fn, in_shardings=in_shardings, out_shardings=out_shardings,
-                     static_argnums=tuple(static_argnums), donate_argnums=tuple(donate_argnums))
+                     static_argnums=tuple(static_argnums), donate_argnums=tuple(donate_argnums),
+                     compiler_options=compiler_options(mesh))
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:

@@ -23,6 +23,11 @@ def _dtype(name: str) -> Any:
     return jnp.dtype(name)
 
 
+def _dropout_impl(name: str) -> None:
+    if name not in ("hash", "jax"):
+        raise ValueError(f"dropout_impl must be 'hash' or 'jax', got {name!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class T5Config:
     """T5 encoder-decoder hyper-parameters (names follow HF `T5Config` where they exist)."""
@@ -48,9 +53,15 @@ class T5Config:
     yes_token_id: int = T5_YES_TOKEN_ID
     dtype: str = "float32"  # activation dtype; "bfloat16" for mixed precision
     remat: bool = False  # rematerialise each layer in the backward pass (memory for compute)
+    # Dropout masks: "hash" (fast counter-based, layers.keep_mask) | "jax" (jax.random.bernoulli)
+    dropout_impl: str = "hash"
+    # One-position decoding (the verifier's first step) folds the cross-attention key/value
+    # kernels into the query side instead of projecting every encoder position (same function).
+    fold_single_query_attention: bool = True
 
     def __post_init__(self) -> None:
         _dtype(self.dtype)
+        _dropout_impl(self.dropout_impl)
         act = self.feed_forward_proj
         if act not in ("gated-gelu", "relu", "gated-relu", "gelu"):
             raise ValueError(f"T5Config.feed_forward_proj: unsupported {act!r}")
@@ -103,9 +114,11 @@ class EncoderConfig:
     num_classes: int = 2  # class 1 = "yes"
     dtype: str = "float32"
     remat: bool = False
+    dropout_impl: str = "hash"  # as T5Config.dropout_impl
 
     def __post_init__(self) -> None:
         _dtype(self.dtype)
+        _dropout_impl(self.dropout_impl)
         if self.pooling not in ("cls", "mean"):
             raise ValueError(f"EncoderConfig.pooling must be 'cls' or 'mean', got {self.pooling!r}")
         if self.hidden_act not in ("gelu", "gelu_new", "relu"):

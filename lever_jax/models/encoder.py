@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from lever_jax.models.configs import EncoderConfig
-from lever_jax.models.layers import (Dense, Embed, LayerNorm, MultiHeadAttention, activation_fn,
+from lever_jax.models.layers import (Dense, Dropout, Embed, LayerNorm, MultiHeadAttention, activation_fn,
                                      constrain, padding_bias)
 
 Array = jax.Array
@@ -48,7 +48,7 @@ class Embeddings(nn.Module):
              + embed(cfg.type_vocab_size, ("token_types", "embed"),
                      "token_type_embeddings")(token_type_ids))
         x = LayerNorm(cfg.layer_norm_eps, cfg.compute_dtype, name="layer_norm")(x)
-        x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+        x = Dropout(cfg.dropout_rate, cfg.dropout_impl)(x, deterministic=deterministic)
         return constrain(x, EMBED_AXES)
 
 
@@ -59,10 +59,11 @@ class EncoderLayer(nn.Module):
     def __call__(self, x: Array, mask_bias: Array, deterministic: bool) -> Array:
         cfg = self.config
         dt = cfg.compute_dtype
-        drop = nn.Dropout(cfg.dropout_rate)
+        drop = Dropout(cfg.dropout_rate, cfg.dropout_impl)
         h = MultiHeadAttention(num_heads=cfg.num_heads, head_dim=cfg.hidden_size // cfg.num_heads,
                                out_features=cfg.hidden_size, dtype=dt,
-                               dropout_rate=cfg.dropout_rate, use_bias=True, scale_logits=True,
+                               dropout_rate=cfg.dropout_rate, dropout_impl=cfg.dropout_impl,
+                               use_bias=True, scale_logits=True,
                                q_init=_init, kv_init=_init, out_init=_init,
                                name="attention")(x, x, (mask_bias,), deterministic)
         x = LayerNorm(cfg.layer_norm_eps, dt, name="attention_norm")(
@@ -89,7 +90,7 @@ class EncoderClassifier(nn.Module):
             self.pooler = Dense(cfg.hidden_size, ("embed", "mlp"), True, cfg.compute_dtype, _init)
         self.classifier = Dense(cfg.num_classes, ("embed", "classes"), True, cfg.compute_dtype,
                                 _init)
-        self.dropout = nn.Dropout(cfg.dropout_rate)
+        self.dropout = Dropout(cfg.dropout_rate, cfg.dropout_impl)
 
     def _mask(self, tokens: Array, attention_mask: Optional[Array]) -> Array:
         if attention_mask is None:

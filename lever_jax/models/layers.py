@@ -111,6 +111,62 @@ class LayerNorm(nn.Module):
         return y.astype(self.dtype)
 
 
+DROPOUT_IMPLS = ("hash", "jax")
+
+
+def _fmix32(x: Array) -> Array:
+    """MurmurHash3's 32-bit finaliser (a bijection on uint32 with full avalanche)."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def keep_mask(key: Array, shape: Sequence[int], keep_prob: float, impl: str = "hash") -> Array:
+    """Bernoulli(keep_prob) bool mask of `shape` for dropout.
+
+    "jax": `jax.random.bernoulli` (threefry by default: ~40 integer ops per draw, and XLA:CPU
+    materialises the bits; it was the largest non-matmul cost of a T5 training step on CPU).
+    "hash": a counter-based generator, two keyed MurmurHash3 finaliser rounds of the element's
+    flat index (seeds drawn from `key` with jax.random), compared with keep_prob * 2**32.
+    Elementwise on an iota, so XLA fuses it into the consumer and the backward pass; ~10x
+    cheaper on CPU. Statistical quality is ample for dropout masks (independent keys per call
+    and step; indices wrap after 2**32 elements per call).
+    """
+    if impl == "jax":
+        return jax.random.bernoulli(key, keep_prob, tuple(shape))
+    if impl != "hash":
+        raise ValueError(f"dropout impl must be one of {DROPOUT_IMPLS}, got {impl!r}")
+    shape = tuple(int(d) for d in shape)
+    seed = jax.random.bits(key, (2,), jnp.uint32)
+    index = jnp.zeros(shape, jnp.uint32)
+    stride = 1
+    for dim in reversed(range(len(shape))):
+        index = index + jax.lax.broadcasted_iota(jnp.uint32, shape, dim) * jnp.uint32(stride % 2**32)
+        stride *= shape[dim]
+    bits = _fmix32(_fmix32(index ^ seed[0]) + seed[1])
+    threshold = min(int(round(keep_prob * 2.0**32)), 2**32 - 1)
+    return bits < jnp.uint32(threshold)
+
+
+class Dropout(nn.Module):
+    """Inverted dropout like `nn.Dropout` (rng collection 'dropout'), with `keep_mask`'s `impl`."""
+
+    rate: float
+    impl: str = "hash"
+
+    @nn.compact
+    def __call__(self, x: Array, deterministic: bool) -> Array:
+        if deterministic or self.rate == 0.0:
+            return x
+        if self.rate >= 1.0:
+            return jnp.zeros_like(x)
+        keep_prob = 1.0 - self.rate
+        keep = keep_mask(self.make_rng("dropout"), x.shape, keep_prob, self.impl)
+        return jax.lax.select(keep, x / jnp.asarray(keep_prob, x.dtype), jnp.zeros_like(x))
+
+
 def activation_fn(name: str) -> Callable[[Array], Array]:
     """gelu (exact erf), gelu_new (tanh approximation, HF T5 v1.1 'gated-gelu'), relu."""
     if name == "gelu":
@@ -122,12 +178,32 @@ def activation_fn(name: str) -> Callable[[Array], Array]:
     raise ValueError(f"unknown activation {name!r}")
 
 
+class DenseKernel(nn.Module):
+    """Just the kernel of a `Dense` (same parameter path '<name>/kernel', shape and init)."""
+
+    features: int
+    kernel_axes: tuple[Optional[str], Optional[str]]
+    kernel_init: Initializer = nn.initializers.lecun_normal()
+
+    @nn.compact
+    def __call__(self, in_features: int) -> Array:
+        return logical_param(self, "kernel", self.kernel_init, (in_features, self.features),
+                             self.kernel_axes)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head dot-product attention with flattened 2-D q/k/v/out kernels.
 
     `scale_logits`: BERT divides by sqrt(head_dim); T5 does not (folded into the q init).
     `biases` are additive float32 terms broadcastable to [batch, heads, q_len, k_len]
     (relative position bias, padding and causal masks); XLA fuses them into the logits.
+
+    With a single query position and no biases on the projections (the verifier's first decoder
+    step attending to the encoder), the key and value kernels are folded into the query side:
+    q.(W_k^T x_j) = (W_k q).x_j and sum_j w_j (x_j W_v) = (sum_j w_j x_j) W_v per head. Same
+    function and parameters, but the [k_len, embed] x [embed, heads*head_dim] key/value
+    projections of every encoder position (8 layers x 2 x 2*L*d_model*d_inner FLOPs per
+    sequence, forward and backward) shrink to per-head vectors.
     """
 
     num_heads: int
@@ -135,8 +211,10 @@ class MultiHeadAttention(nn.Module):
     out_features: int
     dtype: Any = jnp.float32
     dropout_rate: float = 0.0
+    dropout_impl: str = "hash"
     use_bias: bool = False
     scale_logits: bool = False
+    fold_single_query: bool = True
     q_init: Initializer = nn.initializers.lecun_normal()
     kv_init: Initializer = nn.initializers.lecun_normal()
     out_init: Initializer = nn.initializers.lecun_normal()
@@ -153,17 +231,32 @@ class MultiHeadAttention(nn.Module):
             return constrain(x.reshape(x.shape[:-1] + (self.num_heads, self.head_dim)), head_axes)
 
         q = split(dense("query", self.q_init)(inputs_q))
-        k = split(dense("key", self.kv_init)(inputs_kv))
-        v = split(dense("value", self.kv_init)(inputs_kv))
         if self.scale_logits:
             q = q * jnp.asarray(1.0 / math.sqrt(self.head_dim), self.dtype)
-        logits = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
+        fold = self.fold_single_query and inputs_q.shape[1] == 1 and not self.use_bias
+        if fold:
+            e = inputs_kv.shape[-1]
+            kernel = lambda name: DenseKernel(joined, ("embed", "joined_kv"), self.kv_init,
+                                              name=name)(e).astype(self.dtype).reshape(
+                                                  e, self.num_heads, self.head_dim)
+            w_k, w_v = kernel("key"), kernel("value")
+            x = inputs_kv.astype(self.dtype)
+            q_e = jnp.einsum("bqhd,ehd->bqhe", q, w_k)  # query mapped back to the input space
+            logits = jnp.einsum("bqhe,bke->bhqk", q_e, x, preferred_element_type=jnp.float32)
+        else:
+            k = split(dense("key", self.kv_init)(inputs_kv))
+            v = split(dense("value", self.kv_init)(inputs_kv))
+            logits = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
         for b in biases:
             logits = logits + b
         weights = jax.nn.softmax(logits, axis=-1).astype(self.dtype)
         if self.dropout_rate > 0 and not deterministic:
-            weights = nn.Dropout(self.dropout_rate)(weights, deterministic=False)
-        out = jnp.einsum("bhqk,bkhd->bqhd", weights, v)
+            weights = Dropout(self.dropout_rate, self.dropout_impl)(weights, deterministic=False)
+        if fold:
+            context = jnp.einsum("bhqk,bke->bqhe", weights, x)
+            out = jnp.einsum("bqhe,ehd->bqhd", context, w_v)
+        else:
+            out = jnp.einsum("bhqk,bkhd->bqhd", weights, v)
         out = constrain(out, head_axes).reshape(out.shape[:2] + (joined,))
         return Dense(self.out_features, ("joined_kv", "embed"), self.use_bias, self.dtype,
                      self.out_init, name="out")(out)

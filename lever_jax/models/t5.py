@@ -22,8 +22,8 @@ import jax.numpy as jnp
 from flax import linen as nn
 
 from lever_jax.models.configs import T5Config
-from lever_jax.models.layers import (Dense, Embed, MultiHeadAttention, RelativePositionBias,
-                                     RMSNorm, activation_fn, causal_bias, constrain, padding_bias)
+from lever_jax.models.layers import (Dense, Dropout, Embed, MultiHeadAttention,
+                                     RelativePositionBias, RMSNorm, activation_fn, causal_bias, constrain, padding_bias)
 
 Array = jax.Array
 EMBED_AXES = ("batch", "length", "embed")
@@ -53,7 +53,7 @@ class T5MLP(nn.Module):
         else:
             h = act(dense("wi")(x))
         h = constrain(h, ("batch", "length", "mlp"))
-        h = nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
+        h = Dropout(cfg.dropout_rate, cfg.dropout_impl)(h, deterministic=deterministic)
         return Dense(cfg.d_model, ("mlp", "embed"), dtype=cfg.compute_dtype,
                      kernel_init=_inits(cfg)[1], name="wo")(h)
 
@@ -62,7 +62,10 @@ def _attention(cfg: T5Config, name: str) -> MultiHeadAttention:
     q_init, kv_init, out_init = _inits(cfg)
     return MultiHeadAttention(num_heads=cfg.num_heads, head_dim=cfg.d_kv, out_features=cfg.d_model,
                               dtype=cfg.compute_dtype, dropout_rate=cfg.dropout_rate,
-                              q_init=q_init, kv_init=kv_init, out_init=out_init, name=name)
+                              dropout_impl=cfg.dropout_impl,
+                              fold_single_query=cfg.fold_single_query_attention,
+                              q_init=q_init, kv_init=kv_init,
+                              out_init=out_init, name=name)
 
 
 class EncoderLayer(nn.Module):
@@ -72,7 +75,7 @@ class EncoderLayer(nn.Module):
     def __call__(self, x: Array, biases: Sequence[Array], deterministic: bool) -> Array:
         cfg = self.config
         norm = lambda name: RMSNorm(cfg.layer_norm_epsilon, cfg.compute_dtype, name=name)
-        drop = nn.Dropout(cfg.dropout_rate)
+        drop = Dropout(cfg.dropout_rate, cfg.dropout_impl)
         h = norm("pre_attention_layer_norm")(x)
         h = _attention(cfg, "attention")(h, h, biases, deterministic)
         x = x + drop(h, deterministic=deterministic)
@@ -89,7 +92,7 @@ class DecoderLayer(nn.Module):
                  cross_biases: Sequence[Array], deterministic: bool) -> Array:
         cfg = self.config
         norm = lambda name: RMSNorm(cfg.layer_norm_epsilon, cfg.compute_dtype, name=name)
-        drop = nn.Dropout(cfg.dropout_rate)
+        drop = Dropout(cfg.dropout_rate, cfg.dropout_impl)
         h = norm("pre_self_attention_layer_norm")(y)
         h = _attention(cfg, "self_attention")(h, h, self_biases, deterministic)
         y = y + drop(h, deterministic=deterministic)
@@ -113,7 +116,8 @@ class T5Encoder(nn.Module):
     @nn.compact
     def __call__(self, tokens: Array, deterministic: bool) -> Array:
         cfg = self.config
-        x = nn.Dropout(cfg.dropout_rate)(self.embedder(tokens), deterministic=deterministic)
+        drop = Dropout(cfg.dropout_rate, cfg.dropout_impl)
+        x = drop(self.embedder(tokens), deterministic=deterministic)
         x = constrain(x, EMBED_AXES)
         length = tokens.shape[-1]
         pos = RelativePositionBias(cfg.relative_attention_num_buckets,
@@ -124,7 +128,7 @@ class T5Encoder(nn.Module):
         for i in range(cfg.num_encoder_layers):
             x = layer(cfg, name=f"layers_{i}")(x, biases, deterministic)
         x = RMSNorm(cfg.layer_norm_epsilon, cfg.compute_dtype, name="encoder_norm")(x)
-        return nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+        return drop(x, deterministic=deterministic)
 
 
 class T5Decoder(nn.Module):
@@ -141,7 +145,7 @@ class T5Decoder(nn.Module):
         layer = _maybe_remat(DecoderLayer, cfg, 5)
         self.layers = [layer(cfg, name=f"layers_{i}") for i in range(cfg.num_decoder_layers)]
         self.decoder_norm = RMSNorm(cfg.layer_norm_epsilon, cfg.compute_dtype)
-        self.dropout = nn.Dropout(cfg.dropout_rate)
+        self.dropout = Dropout(cfg.dropout_rate, cfg.dropout_impl)
         if not cfg.tie_word_embeddings:
             self.logits_dense = Dense(cfg.vocab_size, ("embed", "vocab"), dtype=cfg.compute_dtype,
                                       kernel_init=nn.initializers.variance_scaling(
