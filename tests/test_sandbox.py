@@ -153,3 +153,28 @@ def test_closed_sandbox_refuses_work():
     box.close()
     with pytest.raises(RuntimeError):
         box.run(prog("answer = 1"))
+
+
+def test_outermost_paths():
+    from lever_jax.execution.isolation import _outermost
+
+    assert _outermost(["/tmp/a/venv", "/tmp/a", "/tmp/b", "/tmp/ab"]) == ["/tmp/a", "/tmp/ab", "/tmp/b"]
+
+
+def test_checkout_under_tmp_is_kept_read_only_and_tmp_stays_private(sandbox):
+    """A checkout (or interpreter) under /tmp is bind-mounted back into the private /tmp instead
+    of leaving /tmp shared; elsewhere nothing is bind-mounted."""
+    import lever_jax
+
+    p = sandbox.protections()
+    if not p.get("mount_namespace"):
+        pytest.skip("no mount namespace here")
+    checkout = os.path.realpath(os.path.dirname(os.path.dirname(lever_jax.__file__)))
+    if checkout.startswith("/tmp/"):
+        assert p["private_tmp"] and any(checkout.startswith(k) for k in p["private_tmp_kept"])
+    else:
+        assert not any(k.startswith(checkout) for k in p["private_tmp_kept"])
+    # the package is still importable and readable by the task, and the checkout survives clean-up
+    result = sandbox.run(Task("lever_jax.execution.python_gsm8k:run", {"program": "answer = 7"}))
+    assert result.value["number"] == 7
+    assert os.path.exists(os.path.join(checkout, "lever_jax", "__init__.py"))

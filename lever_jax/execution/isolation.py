@@ -20,7 +20,9 @@ MS_NOSUID = 2
 MS_NODEV = 4
 MS_BIND = 4096
 MS_REC = 16384
+MS_REMOUNT = 32
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
@@ -60,32 +62,80 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     return _call("mount", enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
 
 
+def umount(target: str) -> bool:
+    """Lazily detach the mount at ``target`` (MNT_DETACH)."""
+    return _call("umount2", target.encode(), ctypes.c_int(MNT_DETACH))
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """The paths that are not inside another one of ``paths``."""
+    out: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(path == o or path.startswith(o + "/") for o in out):
+            out.append(path)
+    return out
+
+
+def _tmpfs_keeping(real: str, keep: list[str], size_mb: int) -> bool:
+    """Mount a fresh tmpfs over ``real`` and bind-mount the ``keep`` paths (inside it) back,
+    read-only. All or nothing: if any step fails the tmpfs is detached again."""
+    fds = []
+    try:
+        fds = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in keep]
+    except OSError:
+        for _, fd in fds:
+            os.close(fd)
+        return False
+    try:
+        if not mount("lever_sandbox_tmp", real, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777"):
+            return False
+        for path, fd in fds:
+            try:
+                os.makedirs(path, mode=0o755, exist_ok=True)
+            except OSError:
+                umount(real)
+                return False
+            if not (mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
+                    and mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)):
+                umount(real)
+                return False
+        return True
+    finally:
+        for _, fd in fds:
+            os.close(fd)
+
+
 def private_network() -> bool:
     """Move this process (and its future children) into an empty network namespace."""
     return unshare(CLONE_NEWNET)
 
 
-def private_tmp(keep: list[str] = (), size_mb: int = 64) -> list[str]:
+def private_tmp(keep: list[str] = (), size_mb: int = 64) -> tuple[list[str], list[str]]:
     """New mount namespace with fresh, size-capped tmpfs over the world-writable directories.
 
     Mount propagation is made private *first*, so nothing here can reach the host's mounts; if
-    that fails we mount nothing. A directory holding one of the ``keep`` paths (e.g. the
-    interpreter or our package checked out under /tmp) is left visible. Returns the directories
-    now covered by a private tmpfs (empty when the kernel refused).
+    that fails we mount nothing. ``keep`` paths that live inside such a directory (e.g. the
+    interpreter or our package checked out under /tmp) are bind-mounted back, read-only, into the
+    fresh tmpfs; when that fails the directory is left as it was (shared). Returns (directories
+    now covered by a private tmpfs, the kept paths bind-mounted inside them); the caller's
+    clean-up must never delete the latter.
     """
     if not unshare(CLONE_NEWNS):
-        return []
+        return [], []
     if not mount(None, "/", None, MS_REC | MS_PRIVATE, None):
-        return []
-    kept = [os.path.realpath(k) for k in keep if k]
-    covered = []
+        return [], []
+    kept = [os.path.realpath(k) for k in keep if k and os.path.isdir(k)]
+    covered: list[str] = []
+    bound: list[str] = []
     for path in WRITABLE_DIRS:
         real = os.path.realpath(path)
-        if not os.path.isdir(real) or any(k == real or k.startswith(real + "/") for k in kept):
+        if not os.path.isdir(real) or real in kept:
             continue
-        if mount("lever_sandbox_tmp", real, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777"):
+        inside = _outermost([k for k in kept if k.startswith(real + "/")])
+        if _tmpfs_keeping(real, inside, size_mb):
             covered.append(real)
-    return covered
+            bound.extend(inside)
+    return covered, bound
 
 
 def expose_paths(paths: list[str]) -> list[str]:

@@ -118,10 +118,10 @@ class Worker:
         # Paths the tasks must be able to read: the interpreter, its libraries and our package.
         wanted = [w for w in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path,
                               os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) if w]
-        p["private_tmp_dirs"] = isolation.private_tmp(keep=wanted) if root else []
+        p["private_tmp_dirs"], p["private_tmp_kept"] = isolation.private_tmp(keep=wanted) if root else ([], [])
         p["mount_namespace"] = bool(p["private_tmp_dirs"])
-        # /tmp itself stays shared when it holds the interpreter or this checkout (see
-        # isolation.private_tmp): report that honestly instead of claiming a private /tmp.
+        # The interpreter or this checkout under /tmp is bind-mounted back read-only into the
+        # private /tmp (isolation.private_tmp); if that failed /tmp stays shared, and we say so.
         p["private_tmp"] = os.path.realpath("/tmp") in p["private_tmp_dirs"]
         if p["mount_namespace"]:
             # Let the unprivileged task import the stdlib even if it lives under /root (0700).
@@ -354,6 +354,8 @@ class Worker:
         shutil.rmtree(tmpdir, ignore_errors=True)
         # Only the tmpfs mounted in our own namespace is cleared -- never a host directory.
         base = os.path.realpath(self.base)
+        # never descend into the interpreter / checkout bind-mounted back into the private tmpfs
+        kept = self.protections.get("private_tmp_kept", ())
         for path in self.protections.get("private_tmp_dirs", ()):
             try:
                 entries = os.listdir(path)
@@ -361,7 +363,8 @@ class Worker:
                 continue
             for entry in entries:
                 full = os.path.join(path, entry)
-                if os.path.realpath(full) == base:
+                real = os.path.realpath(full)
+                if real == base or any(k == real or k.startswith(real + "/") for k in kept):
                     continue
                 if os.path.isdir(full) and not os.path.islink(full):
                     shutil.rmtree(full, ignore_errors=True)
