@@ -110,8 +110,7 @@ class TrainBatcher(ProblemBatcher):
                  problems_per_batch: int, candidates_per_problem: int, seed: int = 0,
                  shuffle: bool = True, tokens_key: str = "encoder_input_tokens",
                  host_rows: Optional[slice] = None) -> None:
-        self.init_from_problems(problems, tok, inputs_length, problems_per_batch,
-                                candidates_per_problem, seed, shuffle)
+        super().__init__(problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle)
         self.tokens_key = tokens_key
         self.host_rows = host_rows or slice(0, problems_per_batch)
 

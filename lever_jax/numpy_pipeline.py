@@ -9,7 +9,7 @@ Two consumers:
   problem's candidates at a time, sampling at most K of them), deterministic from
   ``(seed, step)`` so that a resumed run sees exactly the batches it would have seen. It samples
   :class:`ProblemExamples` (one problem's framed candidates): built from a task
-  (``ProblemBatcher(spec, ...)``, :func:`task_problems`) or given (:meth:`ProblemBatcher.from_problems`).
+  (:meth:`ProblemBatcher.from_task`, :func:`task_problems`) or given (``ProblemBatcher(problems, ...)``).
 
 Token framing (both pipelines): ``[bos] + ids + [eos]`` where ``bos`` is the vocabulary's
 ``bos_id`` (``[CLS]`` for MiniLM, none for byte/SentencePiece), the middle cut to fit ``length``
@@ -215,9 +215,9 @@ class ProblemBatcher:
     seeded by ``(seed, epoch, problem)``; all candidates when it has at most K. Resuming at step s
     therefore reproduces the uninterrupted run exactly (:meth:`batch` is a pure function of step).
 
-    Construction: ``ProblemBatcher(spec, tok, ...)`` reads and tokenises a task;
-    :meth:`from_problems` takes already tokenised :class:`ProblemExamples` (gold-augmented, read
-    through SeqIO, ...); subclasses call :meth:`init_from_problems` from their ``__init__``.
+    Construction: ``ProblemBatcher(problems, tok, ...)`` takes already tokenised
+    :class:`ProblemExamples` (gold-augmented, read through SeqIO, ...);
+    :meth:`from_task` reads and tokenises a task first.
 
     Batch keys: ``input_tokens`` i32[P,K,L], ``candidate_mask`` bool[P,K], ``labels`` i32[P,K]
     (1 = yes), ``decoder_target_tokens`` i32[P,K,1] (yes/no token), ``gen_logprob`` f32[P,K],
@@ -227,54 +227,14 @@ class ProblemBatcher:
 
     def __init__(
         self,
-        spec: TaskSpec,
+        problems: Sequence[ProblemExamples],
         tok: TextTokenizer,
         inputs_length: int,
         problems_per_batch: int,
         candidates_per_problem: int,
         seed: int = 0,
-        options: SerializeOptions | None = None,
         shuffle: bool = True,
     ):
-        problems = task_problems(spec, tok, inputs_length, options)
-        if not problems:
-            raise ValueError(f"task {spec.name!r} ({spec.path}) has no problems with candidates")
-        self.init_from_problems(
-            problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle
-        )
-
-    @classmethod
-    def from_problems(
-        cls,
-        problems: Sequence[ProblemExamples],
-        tok: TextTokenizer,
-        inputs_length: int,
-        problems_per_batch: int,
-        candidates_per_problem: int,
-        seed: int = 0,
-        shuffle: bool = True,
-    ) -> "ProblemBatcher":
-        """A batcher over pre-tokenised problems (ids framed to at most ``inputs_length``).
-
-        Sets only the sampling state: a subclass with more state (e.g. ``lever_jax.inputs.TrainBatcher``)
-        is built with its own constructor instead."""
-        batcher = cls.__new__(cls)
-        ProblemBatcher.init_from_problems(
-            batcher, problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle
-        )
-        return batcher
-
-    def init_from_problems(
-        self,
-        problems: Sequence[ProblemExamples],
-        tok: TextTokenizer,
-        inputs_length: int,
-        problems_per_batch: int,
-        candidates_per_problem: int,
-        seed: int = 0,
-        shuffle: bool = True,
-    ) -> None:
-        """Set the sampling state (what ``__init__`` does after tokenising); for subclasses."""
         if not problems:
             raise ValueError("ProblemBatcher needs at least one problem")
         too_long = next((p.index for p in problems if max(map(len, p.tokens), default=0) > inputs_length), None)
@@ -283,6 +243,24 @@ class ProblemBatcher:
         self.tok, self.length = tok, inputs_length
         self.P, self.K, self.seed, self.shuffle = problems_per_batch, candidates_per_problem, seed, shuffle
         self.problems: list[ProblemExamples] = list(problems)
+
+    @classmethod
+    def from_task(
+        cls,
+        spec: TaskSpec,
+        tok: TextTokenizer,
+        inputs_length: int,
+        problems_per_batch: int,
+        candidates_per_problem: int,
+        seed: int = 0,
+        options: SerializeOptions | None = None,
+        shuffle: bool = True,
+    ) -> "ProblemBatcher":
+        """Read, serialise and tokenise a task (:func:`task_problems`), then batch it."""
+        problems = task_problems(spec, tok, inputs_length, options)
+        if not problems:
+            raise ValueError(f"task {spec.name!r} ({spec.path}) has no problems with candidates")
+        return cls(problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle)
 
     @property
     def num_problems(self) -> int:

@@ -118,7 +118,7 @@ def test_batch_features_fixed_length():
 
 def test_problem_batcher_shapes_masks_and_sampling():
     tok = get_vocabulary("byte")
-    batcher = ProblemBatcher(_spec("gsm8k", "test"), tok, 128, problems_per_batch=2, candidates_per_problem=3, seed=7)
+    batcher = ProblemBatcher.from_task(_spec("gsm8k", "test"), tok, 128, problems_per_batch=2, candidates_per_problem=3, seed=7)
     b = batcher.batch(0)
     assert b["input_tokens"].shape == (2, 3, 128) and b["candidate_mask"].shape == (2, 3)
     for row in range(2):
@@ -136,7 +136,7 @@ def test_problem_batcher_shapes_masks_and_sampling():
 
 def test_problem_batcher_is_deterministic_and_resumable():
     tok = get_vocabulary("byte")
-    make = lambda seed: ProblemBatcher(_spec("gsm8k", "test"), tok, 96, 2, 2, seed=seed)  # noqa: E731
+    make = lambda seed: ProblemBatcher.from_task(_spec("gsm8k", "test"), tok, 96, 2, 2, seed=seed)  # noqa: E731
     a, b = make(1), make(1)
     run = [x for _, x in zip(range(7), a.iterate())]
     resumed = [x for _, x in zip(range(4), b.iterate(start_step=3))]
@@ -193,7 +193,7 @@ def test_gin_task_files_name_bundled_tasks(name):
         gin.clear_config()
 
 
-def test_problem_batcher_from_problems_matches_task_constructor():
+def test_problem_batcher_from_problems_matches_from_task():
     from lever_jax.numpy_pipeline import ProblemExamples, frame_examples, task_problems
     from lever_jax.verifier_examples import problem_examples
 
@@ -205,17 +205,17 @@ def test_problem_batcher_from_problems_matches_task_constructor():
     examples = problem_examples(first, 0)
     built = ProblemExamples.from_examples(0, examples, frame_examples(examples, tok, 96, spec.truncation_side))
     assert built.tokens == problems[0].tokens and built.labels.tolist() == [e["correct"] for e in examples]
-    a = ProblemBatcher(spec, tok, 96, 2, 2, seed=3)
-    b = ProblemBatcher.from_problems(problems, tok, 96, 2, 2, seed=3)
+    a = ProblemBatcher.from_task(spec, tok, 96, 2, 2, seed=3)
+    b = ProblemBatcher(problems, tok, 96, 2, 2, seed=3)
     assert type(b) is ProblemBatcher and b.num_problems == 3
     for step in range(4):
         x, y = a.batch(step), b.batch(step)
         assert all(np.array_equal(x[k], y[k]) for k in x)
     assert len(task_problems(spec, tok, 96, max_problems=2)) == 2
     with pytest.raises(ValueError, match="at least one problem"):
-        ProblemBatcher.from_problems([], tok, 96, 2, 2)
+        ProblemBatcher([], tok, 96, 2, 2)
     with pytest.raises(ValueError, match="longer than inputs_length"):
-        ProblemBatcher.from_problems(problems, tok, 16, 2, 2)
+        ProblemBatcher(problems, tok, 16, 2, 2)
     with pytest.raises(ValueError, match="token lists"):
         ProblemExamples.from_examples(0, examples, [])
 

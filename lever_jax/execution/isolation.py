@@ -79,14 +79,10 @@ def _outermost(paths: list[str]) -> list[str]:
 def _tmpfs_keeping(real: str, keep: list[str], size_mb: int) -> bool:
     """Mount a fresh tmpfs over ``real`` and bind-mount the ``keep`` paths (inside it) back,
     read-only. All or nothing: if any step fails the tmpfs is detached again."""
-    fds = []
+    fds: list[tuple[str, int]] = []
     try:
-        fds = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in keep]
-    except OSError:
-        for _, fd in fds:
-            os.close(fd)
-        return False
-    try:
+        for path in keep:
+            fds.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
         if not mount("lever_sandbox_tmp", real, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777"):
             return False
         for path, fd in fds:
@@ -100,6 +96,8 @@ def _tmpfs_keeping(real: str, keep: list[str], size_mb: int) -> bool:
                 umount(real)
                 return False
         return True
+    except OSError:
+        return False
     finally:
         for _, fd in fds:
             os.close(fd)
