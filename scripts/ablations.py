@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lever_jax.commands import run as run_cmd  # noqa: E402
+from lever_jax.cli import run as run_cmd  # noqa: E402
 
 ROWS = (("none", "LEVER (full)"), ("no_exec", "- execution result in the input"),
         ("no_program", "- program in the input"), ("no_gen_prob", "- generation probability (P_LM)"),

@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from lever_jax import serialize  # noqa: E402
+from lever_jax.inputs.feeds import serialize  # noqa: E402
 from lever_jax.data.bundled import bundled_path  # noqa: E402
 from lever_jax.data.jsonl import read_problems  # noqa: E402
-from lever_jax.features import FeatureConfig, FrozenEncoder, program_text  # noqa: E402
+from lever_jax.pipeline.encoder_features import FeatureConfig, FrozenEncoder, program_text  # noqa: E402
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 """Benchmark the verifier input pipelines and measure truncation.
 
 For each task x vocabulary:
-  - examples/s of the tokenised, batched pipeline: the numpy path (lever_jax.numpy_pipeline:
+  - examples/s of the tokenised, batched pipeline: the numpy path (lever_jax.inputs.batching:
     serialise + tokenise + frame + pad + batch) and the SeqIO path (task.get_dataset -> feature
     converter -> batch -> numpy); steady state, i.e. timed from the first batch to the last
     (the SeqIO start-up - graph tracing - is reported separately);
@@ -37,10 +37,10 @@ os.environ.setdefault("LEVER_JAX_NO_AUTO_REGISTER", "1")
 
 import numpy as np  # noqa: E402
 
-from lever_jax.numpy_pipeline import batch_features, encode_example, frame_ids  # noqa: E402
-from lever_jax.serialize import SerializeOptions  # noqa: E402
-from lever_jax.verifier_examples import TaskSpec, discover_specs, iter_examples, iter_spec_problems  # noqa: E402
-from lever_jax.vocabularies import get_vocabulary  # noqa: E402
+from lever_jax.inputs.batching import batch_features, encode_example, frame_ids  # noqa: E402
+from lever_jax.inputs.serialize import SerializeOptions  # noqa: E402
+from lever_jax.inputs.examples import TaskSpec, discover_specs, iter_examples, iter_spec_problems  # noqa: E402
+from lever_jax.inputs.tokenizers import get_vocabulary  # noqa: E402
 
 
 SCHEMA_DATASETS = ("spider",)  # datasets whose inputs change with include_schema
@@ -86,7 +86,7 @@ def bench_seqio(spec: TaskSpec, vocab: str, length: int, batch_size: int, n: int
     import seqio
     import tensorflow as tf
 
-    from lever_jax.feature_converters import feature_converter
+    from lever_jax.seqio.feature_converters import feature_converter
     from tasks import lever_tasks
 
     tf.config.threading.set_intra_op_parallelism_threads(2)

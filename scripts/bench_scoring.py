@@ -1,11 +1,11 @@
-"""Benchmark the jitted LEVER scorer (lever_jax.scoring.rerank) on CPU.
+"""Benchmark the jitted LEVER scorer (lever_jax.rerank.scoring.rerank) on CPU.
 
 Compares, on random pools with realistic group sizes (3-10 result groups per row, skewed sizes,
 ~10% padding):
   * the jitted scorer, dense ids (segment path) and arbitrary int32 ids (N x N path);
   * one fused jitted pass over the same inputs (argmax of gen + verifier, reading ids and mask):
     the memory-bound floor;
-  * the numpy reference (lever_jax.scoring.rerank_reference, plain loops, float64);
+  * the numpy reference (lever_jax.rerank.scoring.rerank_reference, plain loops, float64);
   * a literal Python port of LEVER's per-problem loop (aggregate_exec_results: greedy list of
     groups per problem, logsumexp per group).
 Compile time is reported separately (first call); steady-state times are medians over --repeats
@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lever_jax import scoring
+from lever_jax.rerank import scoring
 
 
 def make_pool(batch: int, width: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -180,7 +180,7 @@ def bench(batch: int, width: int, repeats: int, ref_rows: int) -> list[str]:
 
 def breakdown(batch: int, width: int, repeats: int) -> list[str]:
     """CPU time of cumulative prefixes of the dense path (where its time goes)."""
-    from lever_jax.scoring import _TINY, _gather, _row_shift, _segment_ids, _segment_sum
+    from lever_jax.rerank.scoring import _TINY, _gather, _row_shift, _segment_ids, _segment_sum
 
     pool = make_pool(batch, width)
     args = [jax.device_put(pool[k]) for k in ("gen", "ver", "dense_ids", "mask")]

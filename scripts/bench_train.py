@@ -65,10 +65,10 @@ def bench_jax(tokens: np.ndarray, labels: np.ndarray, args: argparse.Namespace) 
         os.environ["LEVER_JAX_XLA_CPU_DEFAULTS"] = "1"
     import jax
 
-    from lever_jax import partitioning
+    from lever_jax.training import partitioning
     from lever_jax.models.configs import T5Config
     from lever_jax.models.verifier import EncoderDecoderVerifier
-    from lever_jax.trainer import OptimizerConfig, Trainer
+    from lever_jax.training.trainer import OptimizerConfig, Trainer
 
     cfg = T5Config(**SMALL, dtype=args.jax_dtype, dropout_rate=0.1, no_token_id=NO_ID,
                    yes_token_id=YES_ID, tie_word_embeddings=args.tie, scale_decoder_outputs=False,
@@ -92,7 +92,7 @@ def bench_jax(tokens: np.ndarray, labels: np.ndarray, args: argparse.Namespace) 
     def infer() -> None:
         trainer.score_tokens(holder["state"].params, infer_rows, args.infer_batch)
 
-    from lever_jax import partitioning as part
+    from lever_jax.training import partitioning as part
 
     return {"train": step, "infer": infer,
             "meta": {"jax_version": jax.__version__, "dropout_impl": cfg.dropout_impl,

@@ -11,7 +11,7 @@
 #   2. copy this repository (a tarball without .venv/.git) to every worker (scp --worker=all)
 #      and install it there:
 #      pip install -e '.[all]' plus jax[tpu] (every host runs the same code)
-#   3. run `python -m lever_jax.train --distributed --gin_file ... --gin_bindings ...` on all
+#   3. run `python -m lever_jax.training.train --distributed --gin_file ... --gin_bindings ...` on all
 #      workers at once (--worker=all); --distributed calls jax.distributed.initialize(), which
 #      on Cloud TPU needs no arguments, and each host then loads only its rows of every batch.
 #   4. (--delete) delete the slice afterwards.
@@ -99,7 +99,7 @@ if [[ $SKIP_INSTALL -eq 0 ]]; then
   run gcloud compute tpus tpu-vm ssh "$NAME" --worker=all "${COMMON[@]}" --command="$INSTALL"
 fi
 
-TRAIN="${EXPORTS}cd ~/$REMOTE_DIR && python3 -m lever_jax.train --distributed $(quote_all "${GIN_ARGS[@]}")"
+TRAIN="${EXPORTS}cd ~/$REMOTE_DIR && python3 -m lever_jax.training.train --distributed $(quote_all "${GIN_ARGS[@]}")"
 run gcloud compute tpus tpu-vm ssh "$NAME" --worker=all "${COMMON[@]}" --command="$TRAIN"
 
 if [[ $DELETE -eq 1 ]]; then

@@ -4,7 +4,7 @@
 
 Prints the problems where majority vote picks a wrong answer although a correct candidate
 exists, the share of votes the correct answer holds there, and for every hand-crafted candidate
-feature (lever_jax.candidate_features) how often it separates the correct candidates from the
+feature (lever_jax.pipeline.gsm8k_features) how often it separates the correct candidates from the
 wrong majority group on those problems.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lever_jax import baselines, candidate_features  # noqa: E402
+from lever_jax.rerank import methods
+from lever_jax.pipeline import gsm8k_features  # noqa: E402
 from lever_jax.data.arrays import problems_to_arrays  # noqa: E402
 from lever_jax.data.jsonl import read_problems  # noqa: E402
 
@@ -28,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     problems = sorted(read_problems(args.executed, require_execution=True), key=lambda p: p.problem_id)
     arrays = problems_to_arrays(problems)
-    majority = baselines.majority_vote(arrays.result_ids, arrays.mask, arrays.counts)
-    feats = candidate_features.pool_candidate_features(problems, arrays.shape[1])
+    majority = methods.majority_vote(arrays.result_ids, arrays.mask, arrays.counts)
+    feats = gsm8k_features.pool_candidate_features(problems, arrays.shape[1])
     rows = [b for b in range(len(problems))
             if not arrays.correct[b, majority[b]] and arrays.correct[b].any()]
     print(f"{len(problems)} problems; majority vote wrong although a correct candidate exists: {len(rows)}")
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     d = np.array(diffs)
     print("\n| feature | mean (correct - wrong majority) | problems where higher for correct | lower |")
     print("|---|---:|---:|---:|")
-    for i, name in enumerate(candidate_features.FEATURE_NAMES):
+    for i, name in enumerate(gsm8k_features.FEATURE_NAMES):
         print(f"| {name} | {d[:, i].mean():+.3f} | {np.mean(d[:, i] > 1e-9):.0%} | {np.mean(d[:, i] < -1e-9):.0%} |")
     return 0
 

@@ -8,7 +8,7 @@ sandbox; a program that times out fails all its tests) and writes
 ``codet_test_results.jsonl.gz``: per problem ``{"problem_id", "num_tests", "passed": [str]}``
 where ``passed[i]`` is a '0'/'1' string over the tests for candidate ``i`` of the samples file.
 Also prints CodeT's dual-agreement accuracy computed from it (a check; the baseline itself lives
-in lever_jax/baselines.py) when the executed pool is present.
+in lever_jax/rerank/methods.py) when the executed pool is present.
 """
 from __future__ import annotations
 

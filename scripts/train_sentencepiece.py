@@ -2,7 +2,7 @@
 """Train the bundled SentencePiece vocabulary on verifier training inputs (offline, deterministic).
 
 Corpus (in this order, one "sentence" per item; newlines kept inside items):
-  1. the serialized verifier inputs (lever_jax.serialize, default options) and the yes/no target of
+  1. the serialized verifier inputs (lever_jax.inputs.serialize, default options) and the yes/no target of
      every candidate in the bundled GSM8k pools (lever_jax/data/bundled/gsm8k_pool/*.executed.jsonl.gz);
   2. question + gold program of every problem of the bundled datasets named by --datasets
      (lever_jax.data.datasets; default gsm8k, mbpp, humaneval: every split of each);
@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lever_jax.data.jsonl import read_problems, write_json  # noqa: E402
-from lever_jax.serialize import serialize, target_text  # noqa: E402
-from lever_jax.verifier_examples import bundled_pool_files  # noqa: E402
+from lever_jax.inputs.serialize import serialize, target_text  # noqa: E402
+from lever_jax.inputs.examples import bundled_pool_files  # noqa: E402
 
 
 def executed_inputs(path: Path) -> Iterator[str]:

@@ -1,3 +1,3 @@
 """SeqIO task registrations for lever-jax (imports nothing here: ``import tasks.lever_tasks``
 registers the tasks and pulls in seqio + TensorFlow; the TF-free twin of the registry is
-``lever_jax.verifier_examples.discover_specs`` / ``find_spec``)."""
+``lever_jax.inputs.examples.discover_specs`` / ``find_spec``)."""

@@ -8,7 +8,7 @@ Registration (:func:`register_lever_tasks`, also run once at import with the def
   ``lever_verify_{dataset}_{split}`` (e.g. ``lever_verify_gsm8k_pool_code002``);
 - k-fold pools (``*_pool``) also get ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}`` and,
   for the default pool (``code002``; HumanEval ``codegen16b``), ``lever_verify_gsm8k_pool_fold{i}_{train,eval}``
-  (fold of a problem: ``lever_jax.verifier_examples.fold_of``, a sha256 of seed and problem id;
+  (fold of a problem: ``lever_jax.inputs.examples.fold_of``, a sha256 of seed and problem id;
   5 folds, seed 0 unless ``discover_specs.num_folds`` / ``fold_seed`` say otherwise);
 - mixture ``lever_verify_all_train``: every training task (split ``train``), equal rates
   (registered only when at least one exists).
@@ -20,10 +20,10 @@ lazily, when a dataset is built, so only a changed data dir or fold setting need
 
 The task name fixes the data; any seqio split name ('train', 'validation', 'test') yields it.
 Examples are streamed (``seqio.FunctionDataSource`` over ``tf.data.Dataset.from_generator``), one
-per candidate, carrying the rerank fields (see ``lever_jax.verifier_examples``). Output features:
+per candidate, carrying the rerank fields (see ``lever_jax.inputs.examples``). Output features:
 ``inputs`` and ``targets`` with the gin-chosen vocabulary (``get_vocabulary.name``; or a fixed
-``vocab_name``). Use :func:`lever_jax.feature_converters.feature_converter` for model features.
-Evaluation: score metric :func:`lever_jax.seqio_metrics.make_rerank_metric_fn` (GSM8k: length-
+``vocab_name``). Use :func:`lever_jax.seqio.feature_converters.feature_converter` for model features.
+Evaluation: score metric :func:`lever_jax.rerank.grouping.make_rerank_metric_fn` (GSM8k: length-
 normalised generation log-prob, as LEVER); it needs only a ``score_fn`` in ``seqio.Evaluator``.
 """
 from __future__ import annotations
@@ -36,10 +36,10 @@ import gin
 import seqio
 import tensorflow as tf
 
-from lever_jax.seqio_metrics import make_rerank_metric_fn, verifier_postprocess
-from lever_jax.seqio_vocab import GinVocabulary, seqio_vocabulary
-from lever_jax.serialize import SerializeOptions
-from lever_jax.verifier_examples import TaskSpec, discover_specs, iter_examples
+from lever_jax.rerank.grouping import make_rerank_metric_fn, verifier_postprocess
+from lever_jax.seqio.vocab import GinVocabulary, seqio_vocabulary
+from lever_jax.inputs.serialize import SerializeOptions
+from lever_jax.inputs.examples import TaskSpec, discover_specs, iter_examples
 from tasks.preprocessors import EXAMPLE_SIGNATURE, frame_verifier_inputs, tokenize_verifier
 
 SEQIO_SPLITS = ("train", "validation", "test")

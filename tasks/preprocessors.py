@@ -1,4 +1,4 @@
-"""SeqIO preprocessors of the verifier tasks (TF ops mirroring :mod:`lever_jax.numpy_pipeline`).
+"""SeqIO preprocessors of the verifier tasks (TF ops mirroring :mod:`lever_jax.inputs.batching`).
 
 ``vocab_name`` None means "the gin-chosen vocabulary" (``get_vocabulary.name``), resolved when the
 dataset is built, so one registered task serves every vocabulary.
@@ -9,9 +9,9 @@ from typing import Mapping
 
 import tensorflow as tf
 
-from lever_jax.seqio_vocab import seqio_vocabulary
-from lever_jax.verifier_examples import EXAMPLE_FIELDS
-from lever_jax.vocabularies import get_vocabulary
+from lever_jax.seqio.vocab import seqio_vocabulary
+from lever_jax.inputs.examples import EXAMPLE_FIELDS
+from lever_jax.inputs.tokenizers import get_vocabulary
 
 _TF_TYPES = {str: tf.string, int: tf.int32, float: tf.float32}
 EXAMPLE_SIGNATURE = {name: tf.TensorSpec(shape=(), dtype=_TF_TYPES[kind]) for name, kind in EXAMPLE_FIELDS.items()}

@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lever_jax import candidate_features as cf
+from lever_jax.pipeline import gsm8k_features as cf
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.features import PoolFeatures
-from lever_jax.verifier_head import HeadConfig, HeadTrainer
+from lever_jax.pipeline.encoder_features import PoolFeatures
+from lever_jax.pipeline.head import HeadConfig, HeadTrainer
 
 QUESTION = ("Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins "
             "for her friends every day with four. She sells the remainder for $2 per egg. How much does she make?")

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from lever_jax import partitioning
-from lever_jax.checkpoints import Checkpointer, abstract_like
+from lever_jax.training import partitioning
+from lever_jax.training.checkpoints import Checkpointer, abstract_like
 
 
 def _state(seed: int) -> dict:

@@ -9,7 +9,7 @@ import sys
 def test_scoring_baselines_metrics_import_no_heavy_frameworks():
     code = (
         "import json, sys\n"
-        "import lever_jax.scoring, lever_jax.baselines, lever_jax.metrics\n"
+        "import lever_jax.rerank.scoring, lever_jax.rerank.methods, lever_jax.rerank.statistics\n"
         "heavy = ('tensorflow', 'seqio', 'torch', 'tensorflow_text', 'flax', 'lever_jax.data')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy[:5] or m.startswith(heavy[5]))))\n"
     )

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lever_jax.numpy_pipeline import ProblemBatcher, batch_features, encode_example, frame_ids, iter_features
-from lever_jax.verifier_examples import (
+from lever_jax.inputs.batching import ProblemBatcher, batch_features, encode_example, frame_ids, iter_features
+from lever_jax.inputs.examples import (
     TaskSpec,
     discover_files,
     discover_specs,
@@ -20,7 +20,7 @@ from lever_jax.verifier_examples import (
     iter_examples,
     iter_spec_problems,
 )
-from lever_jax.vocabularies import get_vocabulary
+from lever_jax.inputs.tokenizers import get_vocabulary
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executed"
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,15 +151,15 @@ def test_problem_batcher_is_deterministic_and_resumable():
 
 def test_pure_layers_do_not_import_tensorflow():
     code = (
-        "import sys; import lever_jax.numpy_pipeline, lever_jax.vocabularies, lever_jax.seqio_metrics, "
-        "lever_jax.verifier_examples; bad = [m for m in ('tensorflow', 'seqio') if m in sys.modules]; "
+        "import sys; import lever_jax.inputs.batching, lever_jax.inputs.tokenizers, lever_jax.rerank.grouping, "
+        "lever_jax.inputs.examples; bad = [m for m in ('tensorflow', 'seqio') if m in sys.modules]; "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 def test_find_spec_and_bundled_pools():
-    from lever_jax.verifier_examples import bundled_pools, find_spec
+    from lever_jax.inputs.examples import bundled_pools, find_spec
 
     pools = bundled_pools()
     if ("gsm8k_pool", "code002") in pools:
@@ -177,7 +177,7 @@ def test_find_spec_and_bundled_pools():
 def test_gin_task_files_name_bundled_tasks(name):
     import gin
 
-    from lever_jax.verifier_examples import bundled_pools, find_spec
+    from lever_jax.inputs.examples import bundled_pools, find_spec
 
     pool_dir = name if name.endswith("_pool") else f"{name}_pool"
     if pool_dir not in {d for d, _ in bundled_pools()}:
@@ -194,8 +194,8 @@ def test_gin_task_files_name_bundled_tasks(name):
 
 
 def test_problem_batcher_from_problems_matches_from_task():
-    from lever_jax.numpy_pipeline import ProblemExamples, frame_examples, task_problems
-    from lever_jax.verifier_examples import problem_examples
+    from lever_jax.inputs.batching import ProblemExamples, frame_examples, task_problems
+    from lever_jax.inputs.examples import problem_examples
 
     tok = get_vocabulary("byte")
     spec = _spec("gsm8k", "test")

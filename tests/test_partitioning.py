@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent(r'''
     import jax, jax.numpy as jnp, numpy as np, optax
     from flax import linen as nn
     from jax.sharding import PartitionSpec as P
-    from lever_jax import partitioning as pt
+    from lever_jax.training import partitioning as pt
     from lever_jax.models.configs import t5_config
     from lever_jax.models.verifier import EncoderDecoderVerifier
 
@@ -136,7 +136,7 @@ def test_rules_and_mesh_in_process() -> None:
     from jax.sharding import PartitionSpec as P
     from flax import linen as nn
 
-    from lever_jax import partitioning as pt
+    from lever_jax.training import partitioning as pt
 
     mesh = pt.make_mesh(data=1, model=1)
     assert mesh.axis_names == ("data", "model")

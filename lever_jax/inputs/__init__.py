@@ -1,0 +1,1 @@
+"""Verifier inputs: serialisation, examples from executed files, tokenizers, batching (no TensorFlow)."""

@@ -1,0 +1,207 @@
+"""Trainer inputs from verifier tasks: problem-grouped train batches and flat eval sets.
+
+Two pipelines give the same token ids (the SeqIO tasks mirror lever_jax.inputs.batching):
+  'numpy'  TF-free: task specs from lever_jax.inputs.examples, framing from numpy_pipeline
+           (default; CPU/CI).
+  'seqio'  the registered SeqIO task (tasks/lever_tasks.py), iterated once to numpy, then
+           grouped by problem.
+Either way training batches come from a `ProblemBatcher` (deterministic in (seed, step), so a
+resumed run sees the batches it would have seen) and hosts load only their rows
+(`partitioning.host_batch_slice`).
+
+Gold programs as positives (LEVER, Spider and MBPP): with `add_gold`, a problem whose gold
+program is not among its candidates gets it as an extra correct candidate; its execution is
+copied from a correct candidate (equal result by definition of correct). Problems without a
+correct candidate get no gold (it would need executing; counted in the log).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from lever_jax.data.schema import Candidate, Problem
+from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_ids, pad_to, task_problems
+from lever_jax.inputs.serialize import SerializeOptions
+from lever_jax.inputs.examples import TaskSpec, find_spec, iter_spec_problems, problem_examples
+from lever_jax.inputs.tokenizers import TextTokenizer
+
+log = logging.getLogger(__name__)
+PIPELINES = ("numpy", "seqio")
+GOLD_DATASETS = ("spider", "mbpp")
+
+
+def resolve_task(name: str, data_dir: Optional[str] = None) -> TaskSpec:
+    """The TaskSpec of a task name (TF-free discovery: gin `discover_specs.*`, env
+    LEVER_JAX_DATA_DIR, bundled pools)."""
+    return find_spec(name, data_dir)
+
+
+def _normalise_program(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def with_gold(problem: Problem) -> tuple[Problem, bool]:
+    """`problem` plus its gold program as a correct candidate (LEVER's training augmentation).
+
+    Returns (problem, added). Not added when the gold is already a candidate, is not a program
+    string, or no candidate is correct (its execution would be unknown)."""
+    gold = problem.gold
+    if not isinstance(gold, str) or not gold.strip():
+        return problem, False
+    if any(_normalise_program(c.program) == _normalise_program(gold) for c in problem.candidates):
+        return problem, False
+    donor = next((c for c in problem.candidates if c.execution is not None and c.execution.correct), None)
+    if donor is None:
+        return problem, False
+    gold_cand = Candidate(program=gold, gen_logprob=donor.gen_logprob, num_tokens=donor.num_tokens,
+                          count=1, source="gold", execution=donor.execution)
+    return problem.replace(candidates=tuple(problem.candidates) + (gold_cand,)), True
+
+
+def numpy_problems(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
+                   options: Optional[SerializeOptions] = None, add_gold: bool = False,
+                   max_problems: Optional[int] = None) -> list[ProblemExamples]:
+    """Tokenised problems of a task (numpy_pipeline framing), optionally with gold positives."""
+    added = 0
+
+    def gold(problem: Problem) -> Problem:
+        nonlocal added
+        problem, was_added = with_gold(problem)
+        added += was_added
+        return problem
+
+    transform = gold if add_gold and spec.dataset in GOLD_DATASETS else None
+    out = task_problems(spec, tok, inputs_length, options, transform=transform, max_problems=max_problems)
+    if add_gold:
+        log.info("%s: gold program added as a positive to %d of %d problems", spec.name, added, len(out))
+    if not out:
+        raise ValueError(f"task {spec.name!r} ({spec.path}) has no problems with candidates")
+    return out
+
+
+def seqio_problems(task_name: str, inputs_length: int,
+                   max_problems: Optional[int] = None) -> list[ProblemExamples]:
+    """Tokenised problems read through the registered SeqIO task (imports TensorFlow)."""
+    import seqio
+
+    import tasks.lever_tasks  # noqa: F401  (registers the tasks)
+
+    task = seqio.get_mixture_or_task(task_name)
+    ds = task.get_dataset(sequence_length={"inputs": inputs_length, "targets": 1},
+                          split="train", shuffle=False, use_cached=False)
+    grouped: dict[int, list[dict[str, Any]]] = {}
+    for ex in ds.as_numpy_iterator():
+        index = int(ex["problem_index"])
+        if index not in grouped and max_problems is not None and len(grouped) >= max_problems:
+            break
+        grouped.setdefault(index, []).append(ex)
+    return [ProblemExamples.from_examples(index, exs, [ex["inputs"] for ex in exs])
+            for index, exs in grouped.items()]
+
+
+class TrainBatcher(ProblemBatcher):
+    """`ProblemBatcher`'s deterministic sampling over pre-tokenised problems (gold added, or
+    from SeqIO); `host_batch` returns this host's rows only."""
+
+    def __init__(self, problems: Sequence[ProblemExamples], tok: TextTokenizer, inputs_length: int,
+                 problems_per_batch: int, candidates_per_problem: int, seed: int = 0,
+                 shuffle: bool = True, tokens_key: str = "encoder_input_tokens",
+                 host_rows: Optional[slice] = None) -> None:
+        super().__init__(problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle)
+        self.tokens_key = tokens_key
+        self.host_rows = host_rows or slice(0, problems_per_batch)
+
+    def host_batch(self, step: int) -> dict[str, np.ndarray]:
+        """This host's rows of batch `step`, with the tokens under the model's key."""
+        batch = self.batch(step)
+        batch[self.tokens_key] = batch.pop("input_tokens")
+        return {k: v[self.host_rows] for k, v in batch.items()}
+
+    def position(self, step: int) -> dict[str, Any]:
+        """The JSON data position saved in checkpoints (the batcher is pure in (seed, step))."""
+        epoch, offset = divmod(step * self.P, self.num_problems)
+        return {"step": int(step), "seed": int(self.seed), "epoch": int(epoch),
+                "offset": int(offset), "num_problems": int(self.num_problems)}
+
+
+@dataclasses.dataclass
+class EvalSet:
+    """Every candidate of every problem of an eval task, flattened for scoring.
+
+    tokens [N_total, L]; problem rows are `offsets[i]:offsets[i+1]`. Per candidate: labels,
+    gen_logprob (LEVER's frequency fallback when the pool has none), num_tokens, result_ids
+    (dense per problem), count. Per problem: problem_ids, has_gen_logprob.
+    """
+
+    name: str
+    dataset: str
+    problem_ids: list[str]
+    offsets: np.ndarray
+    tokens: np.ndarray
+    labels: np.ndarray
+    gen_logprob: np.ndarray
+    num_tokens: np.ndarray
+    result_ids: np.ndarray
+    counts: np.ndarray
+    has_gen_logprob: np.ndarray
+
+    @property
+    def num_problems(self) -> int:
+        return len(self.problem_ids)
+
+    @property
+    def max_candidates(self) -> int:
+        return int(np.max(np.diff(self.offsets))) if self.num_problems else 0
+
+    def to_rows(self, values: np.ndarray, fill: Any = 0) -> np.ndarray:
+        """Per-candidate values [N_total] -> padded per-problem rows [num_problems, max_candidates]."""
+        out = np.full((self.num_problems, self.max_candidates), fill, dtype=np.asarray(values).dtype)
+        for i in range(self.num_problems):
+            a, b = self.offsets[i], self.offsets[i + 1]
+            out[i, : b - a] = values[a:b]
+        return out
+
+    def mask(self) -> np.ndarray:
+        sizes = np.diff(self.offsets)
+        return np.arange(self.max_candidates)[None, :] < sizes[:, None]
+
+
+def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
+                  options: Optional[SerializeOptions] = None,
+                  max_problems: Optional[int] = None) -> EvalSet:
+    """All candidates of `spec` tokenised with the numpy pipeline's framing."""
+    ids, offsets, rows = [], [0], []
+    fields: dict[str, list] = {k: [] for k in ("labels", "gen_logprob", "num_tokens", "result_ids", "counts")}
+    has_lp = []
+    for index, problem in enumerate(iter_spec_problems(spec)):
+        if max_problems is not None and len(ids) >= max_problems:
+            break
+        examples = problem_examples(problem, index, options, dataset=spec.dataset)
+        if not examples:
+            continue
+        ids.append(problem.problem_id)
+        has_lp.append(bool(examples[0]["has_gen_logprob"]))
+        for ex in examples:
+            framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.truncation_side,
+                               tok.bos_id, tok.eos_id)
+            rows.append(pad_to(framed, inputs_length))
+            fields["labels"].append(ex["correct"])
+            fields["gen_logprob"].append(ex["gen_logprob"])
+            fields["num_tokens"].append(ex["num_tokens"])
+            fields["result_ids"].append(ex["result_id"])
+            fields["counts"].append(ex["count"])
+        offsets.append(len(rows))
+    if not ids:
+        raise ValueError(f"eval task {spec.name!r} ({spec.path}) has no problems with candidates")
+    return EvalSet(name=spec.name, dataset=spec.dataset, problem_ids=ids,
+                   offsets=np.asarray(offsets, np.int64), tokens=np.stack(rows).astype(np.int32),
+                   labels=np.asarray(fields["labels"], np.int32),
+                   gen_logprob=np.asarray(fields["gen_logprob"], np.float32),
+                   num_tokens=np.asarray(fields["num_tokens"], np.int32),
+                   result_ids=np.asarray(fields["result_ids"], np.int32),
+                   counts=np.asarray(fields["counts"], np.int32),
+                   has_gen_logprob=np.asarray(has_lp, bool))
+

@@ -1,0 +1,451 @@
+"""The end-to-end LEVER run (`lever-jax run`): execute -> k-fold verifier -> rerank -> report.
+
+Steps, each resumable (a re-run redoes nothing that is already on disk):
+1. execute the pool's samples in the sandbox (lever_jax.execution; cached by the execution cache,
+   and the executed file under DIR/executed/ is reused as is), or read a bundled executed file;
+2. assign problems to `num_folds` folds (seeded permutation; DIR/folds.json): the verifier that
+   scores a problem never trained on it (cross-fitting);
+3. encode question / program / execution result with the frozen MiniLM (lever_jax.pipeline.encoder_features;
+   cached under DIR/features/), optionally add hand-crafted candidate features
+   (lever_jax.pipeline.gsm8k_features), and train a head per fold (lever_jax.pipeline.head) with orbax
+   checkpoints under DIR/folds/fold{i}/ (the best by held-out dev loss is kept; a finished fold
+   writes scores.npy and is never retrained; an interrupted one resumes from its latest step);
+4. score every candidate and rerank with the jitted scorer (lever_jax.rerank.report / scoring);
+5. write DIR/scores.json, DIR/metrics.json, DIR/report.md and the PNG plots (lever_jax.rerank.plots).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import gin
+import numpy as np
+
+from lever_jax.rerank import methods, statistics, plots, report
+from lever_jax.pipeline import gsm8k_features
+from lever_jax.training import checkpoints  # noqa: F401 (gin registration before parsing)
+from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.jsonl import read_problems, write_json, write_problems
+from lever_jax.data.schema import Problem
+from lever_jax.pipeline.encoder_features import FeatureConfig, pool_features
+from lever_jax.pipeline.head import HeadConfig, HeadTrainer
+
+gin.external_configurable(FeatureConfig, module="lever_jax.pipeline.encoder_features")
+gin.external_configurable(HeadConfig, module="lever_jax.pipeline.head")
+
+ABLATIONS = ("none", "no_exec", "no_program", "no_gen_prob", "no_agg")
+VERIFIERS = ("head", "trained")
+POOLS: dict[str, dict[str, Any]] = {
+    # GSM8k code-davinci-002 pool: executed here (LEVER's final-locals result text).
+    "gsm8k_code002": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "code002.samples.jsonl.gz")},
+    "gsm8k_other_llms": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "other_llms.samples.jsonl.gz")},
+    # HumanEval CodeGen-16B x 100: the bundled file our sandbox executed (about 13 min on 2 cores).
+    "humaneval_codegen16b": {"dataset": "humaneval", "executed": ("humaneval_pool", "codegen16b.executed.jsonl.gz"),
+                             "codet": ("humaneval_pool", "codet_test_results.jsonl.gz")},
+}
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Everything a run depends on (written to DIR/run_config.json)."""
+
+    pool: str = "gsm8k_code002"
+    max_problems: Optional[int] = None  # first N problems (quick runs)
+    num_folds: int = 5
+    fold_seed: int = 0
+    dev_fraction: float = 0.1  # of each fold's training problems, for checkpoint selection
+    ablation: str = "none"
+    verifier: str = "head"  # 'head': frozen features + small head; 'trained': lever_jax.pipeline.fold_training (gin train.*)
+    execute: bool = True  # False: use the bundled executed file (recorded results)
+    execution_workers: Optional[int] = None
+    execution_timeout_s: float = 10.0
+    execution_cache_dir: Optional[str] = None  # default: $LEVER_JAX_CACHE_DIR or ~/.cache/lever_jax
+    features_dir: Optional[str] = None  # default: DIR/features
+    executed_dir: Optional[str] = None  # default: DIR/executed (the executed pool; shareable)
+    folds_dir: Optional[str] = None  # default: DIR/folds (per-fold checkpoints + scores; shareable)
+    bootstrap: int = 10_000
+    progress: bool = True
+
+
+def _sha(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------ 1 execute
+def load_pool(cfg: RunConfig, out: Path) -> list[Problem]:
+    """Executed problems of the pool (executing them first when the pool ships only samples)."""
+    spec = POOLS.get(cfg.pool)
+    if spec is None:
+        raise ValueError(f"unknown pool {cfg.pool!r}; known: {', '.join(POOLS)}")
+
+    def head(problems):
+        for i, p in enumerate(problems):
+            if cfg.max_problems is not None and i >= cfg.max_problems:
+                return
+            yield p
+
+    if "samples" not in spec or not cfg.execute:
+        path = bundled_path(*spec["executed"]) if "executed" in spec else \
+            bundled_path(spec["samples"][0], spec["samples"][1].replace(".samples.", ".executed."))
+        _log(f"reading executed pool {path} (bundled executed file; nothing is executed)")
+        return list(head(read_problems(path, require_execution=True)))
+    samples = bundled_path(*spec["samples"])
+    target = Path(cfg.executed_dir or out / "executed") / f"{cfg.pool}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
+    stamp = target.with_suffix(".json")
+    key = {"samples": str(samples), "size": samples.stat().st_size, "max_problems": cfg.max_problems,
+           "timeout": cfg.execution_timeout_s}
+    if target.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
+        _log(f"execution: reusing {target}")
+        return list(read_problems(target, require_execution=True))
+    from lever_jax.execution.base import Limits
+    from lever_jax.execution.cache import ExecutionCache
+    from lever_jax.execution.registry import get_executor
+    from lever_jax.execution.runner import RunStats, execute_problems
+    from lever_jax.execution.sandbox import Sandbox
+
+    limits = dataclasses.replace(Limits(), timeout_s=cfg.execution_timeout_s,
+                                 cpu_s=max(1, int(cfg.execution_timeout_s + 0.999)))
+    stats = RunStats()
+    cache = ExecutionCache(cfg.execution_cache_dir)
+    t0 = time.time()
+    try:
+        with Sandbox(workers=cfg.execution_workers, limits=limits) as sandbox:
+            executed = list(execute_problems(head(read_problems(samples)), get_executor(spec["dataset"]), sandbox,
+                                             cache, progress=cfg.progress, stats=stats))
+    finally:
+        cache.close()
+    write_problems(target, executed)
+    write_json(stamp, key)
+    _log(f"execution: {stats.candidates} candidates, {stats.executed} run, {stats.cached} cached "
+         f"in {time.time() - t0:.0f}s")
+    return executed
+
+
+# ------------------------------------------------------------------------------------ 2 folds
+def assign_folds(problem_ids: Sequence[str], num_folds: int, seed: int) -> np.ndarray:
+    """Fold of each problem: a seeded permutation of the sorted ids dealt round-robin."""
+    if num_folds < 2:
+        raise ValueError("num_folds must be >= 2 (cross-fitting needs held-out folds)")
+    order = np.argsort(np.asarray(problem_ids, dtype=object), kind="stable")
+    perm = np.random.default_rng(seed).permutation(len(order))
+    folds = np.empty(len(order), np.int32)
+    folds[order[perm]] = np.arange(len(order)) % num_folds
+    return folds
+
+
+def fold_rows(folds: np.ndarray, fold: int, dev_fraction: float, seed: int) -> dict[str, np.ndarray]:
+    """Problem rows of fold ``fold``: 'heldout' (the fold), 'dev' (a seeded slice of the other
+    folds, for checkpoint selection) and 'train' (the rest)."""
+    held = np.flatnonzero(folds == fold)
+    rest = np.random.default_rng([seed, fold]).permutation(np.flatnonzero(folds != fold))
+    n_dev = max(1, int(round(dev_fraction * len(rest))))
+    return {"train": np.sort(rest[n_dev:]), "dev": np.sort(rest[:n_dev]), "heldout": held}
+
+
+# ------------------------------------------------------------------------------------ 3 train
+def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Path, dev_fraction: float,
+               seed: int, progress: bool) -> np.ndarray:
+    """Train on the other folds (minus a dev slice), keep the best-dev-loss checkpoint, score the fold."""
+    import jax
+    from tqdm import tqdm
+
+    from lever_jax.training.checkpoints import Checkpointer, abstract_like
+
+    scores_path = fold_dir / "scores.npy"
+    if scores_path.exists():
+        _log(f"fold {fold}: done already ({scores_path})")
+        return np.load(scores_path)
+    rows = fold_rows(folds, fold, dev_fraction, seed)
+    held, dev, train = rows["heldout"], rows["dev"], rows["train"]
+    cfg = trainer.config
+    state = trainer.init_state()
+    with Checkpointer(fold_dir, keep_latest=1, keep_best=1, best_metric="dev_loss", best_mode="min") as ckpt:
+        start = ckpt.latest_step() or 0
+        if start:
+            state, _ = ckpt.restore(start, abstract_like(state))
+            _log(f"fold {fold}: resuming at step {start}")
+        bar = tqdm(total=cfg.steps, initial=start, desc=f"train fold {fold}", unit="step", disable=not progress)
+        last: dict[str, float] = {}
+
+        def on_step(step: int, aux: dict) -> None:
+            bar.update(1)
+            if step % 50 == 0:
+                last.update(loss=float(aux["loss"]))
+                bar.set_postfix(loss=f"{last['loss']:.3f}")
+
+        step = start
+        while step < cfg.steps:
+            stop = min(cfg.steps, (step // cfg.eval_every + 1) * cfg.eval_every)
+            state = trainer.train(state, train, fold, step, stop, on_step)
+            step = stop
+            dev_metrics = trainer.eval_metrics(state[0], dev)
+            ckpt.save(step, state, {"step": step, "fold": fold},
+                      metrics={"dev_loss": dev_metrics["loss"], "dev_binary_acc": dev_metrics["binary_acc"]})
+        bar.close()
+        ckpt.wait()
+        best = ckpt.best_step() or ckpt.latest_step()
+        state, _ = ckpt.restore(best, abstract_like(state))
+        best_metrics = ckpt.metrics(best) or {}
+    scores = trainer.score(jax.device_get(state[0]), held)
+    tmp = fold_dir / f"scores.{os.getpid()}.tmp.npy"
+    np.save(tmp, scores)
+    os.replace(tmp, scores_path)
+    write_json(fold_dir / "fold.json", {"fold": fold, "held_out": int(len(held)), "train": int(len(train)),
+                                        "dev": int(len(dev)), "best_step": best, **best_metrics})
+    return scores
+
+
+# ------------------------------------------------------------------------------------ 4-5 report
+def accuracy_curves(arrays: CandidateArrays, ver: Optional[np.ndarray], use_gen_prob: bool,
+                    ks: Sequence[int], trials: int) -> dict[str, list[dict[str, float]]]:
+    """Accuracy vs number of samples k for every method (random subsets of the pool's samples)."""
+    ids, correct = arrays.result_ids, arrays.correct
+
+    def gen(mask_k, counts_k):
+        g = methods.lever_gen_logprob(arrays.gen_logprob, arrays.num_tokens, counts_k, mask_k)
+        return g if use_gen_prob else np.zeros_like(g)
+
+    choosers = {
+        "first_sample": lambda m, c: methods.first_sample(m),
+        "majority_vote": lambda m, c: methods.majority_vote(ids, m, c),
+        "oracle": lambda m, c: methods.oracle(correct, m),
+    }
+    if ver is not None:
+        choosers.update({
+            "verifier_only": lambda m, c: methods.verifier_only(ver, m),
+            "lever_no_agg": lambda m, c: methods.lever(gen(m, c), ver, ids, m, aggregate=False),
+            "lever": lambda m, c: methods.lever(gen(m, c), ver, ids, m, aggregate=True),
+            "lever_voting": lambda m, c: methods.lever_voting(gen(m, c), ver, ids, m),
+        })
+    out = {}
+    for name, choose in choosers.items():
+        points = statistics.accuracy_at_k(choose, correct, arrays.mask, arrays.counts, ks, num_trials=trials)
+        out[name] = [{"k": p.k, "accuracy": p.mean, "std": p.std} for p in points]
+    rand = float(np.nanmean(methods.random_expected(correct, arrays.mask, arrays.counts)))
+    out["random"] = [{"k": int(k), "accuracy": rand, "std": 0.0} for k in ks]
+    return out
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for name in ("lever-jax", "jax", "flax", "optax", "orbax-checkpoint", "numpy"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> dict[str, float]:
+    """Bootstrap CI of accuracy(a) - accuracy(b), resampling problems (paired)."""
+    diff = (statistics.choice_correct(a, correct).astype(np.float64)
+            - statistics.choice_correct(b, correct).astype(np.float64))
+    ci = statistics.bootstrap_ci(np.nan_to_num(diff), n_resamples=n)
+    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
+
+
+@gin.configurable
+def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: FeatureConfig = gin.REQUIRED,
+        head: HeadConfig = gin.REQUIRED, command: str = "", gin_text: str = "") -> dict[str, Any]:
+    """Run the whole pipeline into ``out_dir``; returns metrics.json's content."""
+    t_start = time.time()
+    cfg = config
+    if cfg.ablation not in ABLATIONS:
+        raise ValueError(f"ablation must be one of {ABLATIONS}, got {cfg.ablation!r}")
+    if cfg.verifier not in VERIFIERS:
+        raise ValueError(f"RunConfig.verifier must be one of {VERIFIERS}, got {cfg.verifier!r}")
+    if cfg.ablation == "no_exec":
+        head = dataclasses.replace(head, use_result=False)
+    elif cfg.ablation == "no_program":
+        head = dataclasses.replace(head, use_program=False)
+    use_gen_prob = cfg.ablation != "no_gen_prob"
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {"run": dataclasses.asdict(cfg), "features": dataclasses.asdict(features),
+                "head": dataclasses.asdict(head)}
+    write_json(out / "run_config.json", settings)
+    timings: dict[str, float] = {}
+
+    t = time.time()
+    problems = sorted(load_pool(cfg, out), key=lambda p: p.problem_id)
+    timings["execute_s"] = time.time() - t
+    arrays = problems_to_arrays(problems)
+    folds = assign_folds(arrays.problem_ids, cfg.num_folds, cfg.fold_seed)
+    write_json(out / "folds.json", {"num_folds": cfg.num_folds, "seed": cfg.fold_seed,
+                                    "folds": dict(zip(arrays.problem_ids, folds.tolist()))})
+    n_cand = int(arrays.mask.sum())
+    _log(f"{len(problems)} problems, {n_cand} distinct programs ({arrays.counts.sum()} samples), "
+         f"{cfg.num_folds} folds")
+
+    if cfg.verifier == "head":
+        ver = _head_verifier(cfg, features, head, problems, arrays, folds, settings, out, timings)
+    else:
+        ver = _trained_verifier(cfg, problems, arrays, folds, out, timings)
+
+    t = time.time()
+    table = report.method_table(arrays, ver, n_resamples=cfg.bootstrap, use_gen_prob=use_gen_prob)
+    if cfg.ablation == "no_agg":  # the headline LEVER row is the one without aggregation
+        table = {k: v for k, v in table.items() if k not in ("lever", "lever_voting")}
+    headline = "lever_no_agg" if cfg.ablation == "no_agg" else "lever"
+    rel = statistics.reliability(ver, arrays.correct, arrays.mask)
+    extra: dict[str, Any] = {
+        "binary_acc": statistics.binary_accuracy(ver, arrays.correct, arrays.mask),
+        "ece": rel.ece,
+        f"{headline}_minus_majority_vote": paired_gain(table[headline].choice, table["majority_vote"].choice,
+                                                      arrays.correct, cfg.bootstrap),
+    }
+    codet = codet_row(cfg, problems, arrays)
+    if codet is not None:
+        extra["codet_dual_agreement"] = codet
+    total = int(arrays.counts.sum(axis=1).max())
+    ks = sorted({k for k in (1, 2, 4, 5, 8, 10, 14, 20, 50, 100, total) if k <= total})
+    curves = accuracy_curves(arrays, ver, use_gen_prob, ks, trials=10 if cfg.max_problems else 20)
+    timings["report_s"] = time.time() - t
+    timings["total_s"] = time.time() - t_start
+    doc = {
+        "pool": cfg.pool, "ablation": cfg.ablation, "problems": len(problems), "distinct_programs": n_cand,
+        "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
+        "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
+    }
+    write_json(out / "metrics.json", doc)
+    write_json(out / "scores.json", report.scores_json(arrays, table, ver))
+    plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{cfg.pool}: accuracy vs k")
+    plots.reliability_diagram(rel, out / "reliability.png", title=f"{cfg.pool}: verifier P(yes)")
+    (out / "config.gin").write_text(gin_text or gin.operative_config_str(), encoding="utf-8")
+    write_report(out / "report.md", doc, table, settings)
+    _log(f"wrote {out}/report.md, metrics.json, scores.json, accuracy_vs_k.png, reliability.png "
+         f"({timings['total_s']:.0f}s)")
+    return doc
+
+
+def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, problems: Sequence[Problem],
+                   arrays: CandidateArrays, folds: np.ndarray, settings: dict[str, Any], out: Path,
+                   timings: dict[str, float]) -> np.ndarray:
+    """Frozen-encoder features (+ candidate features) and a small head per fold -> log P(yes) [B, N]."""
+    t = time.time()
+    feats = pool_features(problems, arrays.shape[1], features,
+                          cfg.features_dir or out / "features", progress=cfg.progress)
+    if head.use_candidate_features:
+        feats = dataclasses.replace(feats, candidate=gsm8k_features.pool_candidate_features(
+            problems, arrays.shape[1]))
+    timings["features_s"] = time.time() - t
+    t = time.time()
+    trainer = HeadTrainer(head, feats, arrays.correct, arrays.mask)
+    # Fold checkpoints live under a directory named by the settings that change training, so a
+    # changed config never resumes a stale fold.
+    train_key = _sha({k: settings[k] for k in ("features", "head")} | _fold_key(cfg))
+    ver = np.full(arrays.shape, -np.inf, np.float32)
+    for fold in range(cfg.num_folds):
+        held = np.flatnonzero(folds == fold)
+        ver[held] = train_fold(trainer, fold, folds, Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}",
+                               cfg.dev_fraction, head.seed, cfg.progress)
+    timings["train_score_s"] = time.time() - t
+    return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
+
+
+def _fold_key(cfg: RunConfig) -> dict[str, Any]:
+    return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "max_problems": cfg.max_problems,
+            "pool": cfg.pool, "execute": cfg.execute}
+
+
+def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
+                      out: Path, timings: dict[str, float]) -> np.ndarray:
+    """A verifier trained end to end per fold (gin `build_model` / `train.*`) -> log P(yes) [B, N].
+    The dev slice of each fold is seeded by RunConfig.fold_seed."""
+    from lever_jax.pipeline import fold_training
+
+    if cfg.ablation in ("no_exec", "no_program"):  # LEVER's input ablations: the serialized input
+        with gin.unlock_config():
+            gin.bind_parameter("serialize_options.include_execution", cfg.ablation != "no_exec")
+            gin.bind_parameter("serialize_options.include_program", cfg.ablation != "no_program")
+    t = time.time()
+    # the bindings that shape training (model, train.*, serialize_options.*), not the run's own settings
+    training_gin = [line for line in gin.config_str().splitlines()
+                    if not any(name in line for name in ("RunConfig.", "FeatureConfig.", "HeadConfig."))]
+    train_key = _sha({"gin": training_gin} | _fold_key(cfg))
+    ver = np.full(arrays.shape, -np.inf, np.float32)
+    for fold in range(cfg.num_folds):
+        rows = fold_rows(folds, fold, cfg.dev_fraction, cfg.fold_seed)
+        fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
+        _log(f"fold {fold}: training the verifier ({len(rows['train'])} train / {len(rows['dev'])} dev problems)")
+        ver[rows["heldout"]] = fold_training.train_fold(problems, rows, arrays.shape[1], fold_dir, cfg.progress)
+    timings["train_score_s"] = time.time() - t
+    return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
+
+
+def codet_row(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays) -> Optional[dict[str, float]]:
+    """CodeT dual agreement from the shipped sample x generated-test pass matrix, when present."""
+    spec = POOLS[cfg.pool]
+    if "codet" not in spec:
+        return None
+    path = bundled_path(*spec["codet"])
+    if not path.exists():
+        _log(f"CodeT row skipped: {path} missing (run scripts/run_codet_tests.py)")
+        return None
+    from lever_jax.data.jsonl import iter_json_lines
+
+    rows = {obj["problem_id"]: obj["passed"] for _, obj in iter_json_lines(path)}
+    choice = np.zeros(len(problems), np.int32)
+    acc = np.zeros(len(problems))
+    for b, p in enumerate(problems):
+        bits = rows.get(p.problem_id)
+        n = len(p.candidates)
+        if not bits or not bits[0]:
+            acc[b] = np.nan
+            continue
+        passes = np.array([[c == "1" for c in s] for s in bits[:n]], bool)
+        res = methods.codet_dual_agreement(passes, sample_counts=arrays.counts[b, :n])
+        acc[b] = methods.codet_expected_accuracy(res, arrays.correct[b, :n], sample_counts=arrays.counts[b, :n])
+        choice[b] = max(int(res.choice), 0)
+    # problems with no usable generated test: a random sample (CodeT's convention)
+    rand = methods.random_expected(arrays.correct, arrays.mask, arrays.counts)
+    acc = np.where(np.isnan(acc), rand, acc)
+    ci = statistics.bootstrap_ci(acc, n_resamples=cfg.bootstrap)
+    return {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "confidence": ci.confidence}
+
+
+def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any]) -> None:
+    v = doc["verifier"]
+    lines = [f"# LEVER end-to-end run: {doc['pool']}" + (f" (ablation: {doc['ablation']})"
+                                                          if doc["ablation"] != "none" else ""), "",
+             f"{doc['problems']} problems, {doc['samples']} samples, {doc['distinct_programs']} distinct programs; "
+             f"{settings['run']['num_folds']}-fold cross-fitting (every problem scored by a verifier that never "
+             f"trained on it).", "",
+             report.format_table(table)]
+    if "codet_dual_agreement" in v:
+        c = v["codet_dual_agreement"]
+        lines.append(f"| CodeT dual execution agreement | {100 * c['accuracy']:.1f} | "
+                     f"[{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}] |")
+    gain_key = next(k for k in v if k.endswith("_minus_majority_vote"))
+    g = v[gain_key]
+    lines += ["", f"- {gain_key.replace('_', ' ')}: {100 * g['gain']:+.1f} points, paired 95% CI "
+                  f"[{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]",
+              f"- verifier binary accuracy (LEVER's binary_acc): {100 * v['binary_acc']:.1f}; "
+              f"ECE of P(yes): {v['ece']:.3f}",
+              f"- time: " + ", ".join(f"{k} {val:.0f}" for k, val in doc["timings_s"].items()), "",
+              "Plots: `accuracy_vs_k.png` (accuracy vs number of samples k, every method), "
+              "`reliability.png` (reliability diagram of P(yes)).", "",
+              "## Command and versions", "", f"```\n{doc['command']}\n```", "",
+              ", ".join(f"{k} {val}" for k, val in doc["versions"].items()), "",
+              f"Generated {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
+              "settings in run_config.json and config.gin.", ""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    os.replace(tmp, path)

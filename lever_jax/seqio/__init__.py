@@ -1,0 +1,1 @@
+"""Everything that imports seqio / TensorFlow: vocabularies, feature converters, SeqIO metric functions."""

@@ -1,0 +1,1 @@
+"""Training: the train loop, partitioning onto meshes, checkpoints, metric sinks, gin entry points."""

@@ -1,0 +1,245 @@
+"""The verifier training loop: train state, jitted sharded train step, scoring and the host loop.
+
+- `TrainState` (step, params, opt_state, rng) is one pytree, sharded by the partitioner's logical
+  rules (params from their logical axes, optimizer moments like their parameter, scalars
+  replicated); batches are sharded on 'data' along the problem axis.
+- `make_optimizer`: optax AdamW (LEVER: weight decay 0.1) on a linear warm-up then linear decay
+  schedule (HF `get_linear_schedule_with_warmup`), after global-norm clipping (1.0).
+- Gradient accumulation scans over `accum_steps` micro-batches inside the jitted step. Micro-batch
+  losses are LEVER's per-problem means; the step accumulates *sums* over problems and divides by
+  the batch's number of valid problems, so accumulating is exactly the gradient of the whole
+  batch's loss (tested), not a mean of micro-batch means.
+- Randomness: the params come from `PRNGKey(seed)`; dropout at step s uses
+  `fold_in(state.rng, s)` (and `fold_in(., m)` for micro-batch m), so resuming at step s
+  replays the same dropout masks.
+- `Trainer.train_step` / `Trainer.score` are `jax.jit` with NamedSharding in/out shardings,
+  traced and run under `jax.set_mesh(mesh)` + `nn.logical_axis_rules(rules)`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Mapping, Optional, Protocol, Sequence
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import linen as nn
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from lever_jax.training import partitioning
+
+log = logging.getLogger(__name__)
+Batch = Mapping[str, Any]
+
+
+@flax.struct.dataclass
+class TrainState:
+    """Everything a step changes. `rng` is the base dropout key (fixed; folded with the step)."""
+
+    step: jax.Array
+    params: Any
+    opt_state: Any
+    rng: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    """AdamW + linear warm-up/decay + clipping (defaults: LEVER's released configs, torch AdamW)."""
+
+    learning_rate: float = 5e-5
+    warmup_steps: int = 100
+    decay_steps: Optional[int] = None  # schedule horizon; None = the run's train steps
+    end_learning_rate: float = 0.0
+    weight_decay: float = 0.1
+    clip_norm: Optional[float] = 1.0
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    decay_vectors: bool = True  # decay 1-D params too (torch AdamW over model.parameters())
+
+
+def make_schedule(cfg: OptimizerConfig, train_steps: int) -> optax.Schedule:
+    """0 -> lr linearly over `warmup_steps`, then lr -> end_learning_rate at `decay_steps`."""
+    horizon = cfg.decay_steps or train_steps
+    warmup = max(0, min(cfg.warmup_steps, horizon))
+    decay = optax.linear_schedule(cfg.learning_rate, cfg.end_learning_rate, max(horizon - warmup, 1))
+    if warmup == 0:
+        return decay
+    return optax.join_schedules([optax.linear_schedule(0.0, cfg.learning_rate, warmup), decay],
+                                [warmup])
+
+
+def make_optimizer(cfg: OptimizerConfig, train_steps: int) -> tuple[optax.GradientTransformation,
+                                                                      optax.Schedule]:
+    schedule = make_schedule(cfg, train_steps)
+    mask = None if cfg.decay_vectors else (lambda p: jax.tree.map(lambda x: x.ndim > 1, p))
+    parts = []
+    if cfg.clip_norm is not None and cfg.clip_norm > 0:
+        parts.append(optax.clip_by_global_norm(cfg.clip_norm))
+    parts.append(optax.adamw(schedule, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps,
+                             weight_decay=cfg.weight_decay, mask=mask))
+    return optax.chain(*parts), schedule
+
+
+class VerifierModel(Protocol):
+    """The model API of lever_jax.models.verifier."""
+
+    tokens_key: str
+
+    def get_initial_variables(self, rng: jax.Array, input_shapes: Mapping[str, Sequence[int]]) -> Any: ...
+    def loss_fn(self, params: Any, batch: Batch, dropout_rng: Optional[jax.Array]) -> tuple[jax.Array, dict]: ...
+    def score_batch(self, params: Any, batch: Batch) -> jax.Array: ...
+
+
+# Keys of a train batch the model reads (everything else stays on the host).
+def model_batch_keys(model: VerifierModel) -> tuple[str, ...]:
+    return (model.tokens_key, "labels", "candidate_mask")
+
+
+# Per-problem-mean metrics of verifier_loss, and the count they are averaged over.
+_PROBLEM_MEANS = ("loss", "binary_acc")
+_CANDIDATE_MEANS = ("candidate_acc", "mean_p_yes")
+_COUNTS = ("num_problems", "num_candidates", "num_positives")
+
+
+class Trainer:
+    """Builds the sharded state and the jitted train / score steps for one model and mesh."""
+
+    def __init__(self, model: VerifierModel, optimizer: OptimizerConfig, train_steps: int,
+                 mesh: Mesh, rules: partitioning.Rules, inputs_length: int,
+                 accum_steps: int = 1, dropout: bool = True) -> None:
+        if accum_steps < 1:
+            raise ValueError("accum_steps must be >= 1")
+        self.model, self.mesh, self.rules = model, mesh, rules
+        self.inputs_length, self.accum_steps, self.dropout = inputs_length, accum_steps, dropout
+        self.tx, self.schedule = make_optimizer(optimizer, train_steps)
+        self.keys = model_batch_keys(model)
+        shapes = {model.tokens_key: (1, 1, inputs_length)}
+        self._init_vars = lambda rng: model.get_initial_variables(rng, shapes)
+        with partitioning.mesh_context(mesh, rules):
+            abstract_vars = jax.eval_shape(self._init_vars, jax.random.PRNGKey(0))
+        # Outside the mesh context: unboxing abstract leaves there would try to constrain them.
+        self.param_shardings = partitioning.get_param_shardings(abstract_vars, rules, mesh)["params"]
+        self.abstract_params = nn.unbox(abstract_vars)["params"]
+        opt_shardings = partitioning.get_opt_state_shardings(self.tx, self.abstract_params,
+                                                             self.param_shardings, mesh)
+        rep = partitioning.replicated(mesh)
+        self.state_shardings = TrainState(step=rep, params=self.param_shardings,
+                                          opt_state=opt_shardings, rng=rep)
+        self.batch_sharding = partitioning.batch_sharding(mesh)
+        self._train_step = partitioning.sharded_jit(
+            self._step, mesh, rules, in_shardings=(self.state_shardings, self.batch_sharding),
+            out_shardings=(self.state_shardings, rep), donate_argnums=(0,))
+        self._score = partitioning.sharded_jit(
+            lambda params, batch: self.model.score_batch(params, batch), mesh, rules,
+            in_shardings=(self.param_shardings, self.batch_sharding), out_shardings=rep)
+
+    # ------------------------------------------------------------------ state
+    def _init_fn(self, key: jax.Array) -> TrainState:
+        params = nn.unbox(self._init_vars(key))["params"]
+        return TrainState(step=jnp.zeros((), jnp.int32), params=params,
+                          opt_state=self.tx.init(params), rng=jax.random.fold_in(key, 0x5EED))
+
+    def init_state(self, seed: int) -> TrainState:
+        """A fresh sharded state: params from PRNGKey(seed), optimizer zeros, step 0 (one jitted
+        init that writes every shard in place)."""
+        with partitioning.mesh_context(self.mesh, self.rules):
+            return jax.jit(self._init_fn, out_shardings=self.state_shardings)(jax.random.PRNGKey(seed))
+
+    def abstract_state(self) -> TrainState:
+        """ShapeDtypeStruct leaves carrying their shardings (for `Checkpointer.restore`)."""
+        with partitioning.mesh_context(self.mesh, self.rules):
+            shapes = jax.eval_shape(self._init_fn, jax.random.PRNGKey(0))
+        return jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s),
+                            shapes, self.state_shardings)
+
+    # ------------------------------------------------------------------ train step
+    def _micro_loss(self, params: Any, batch: Batch, rng: Optional[jax.Array]) -> tuple[jax.Array, dict]:
+        """Sum (not mean) over valid problems of LEVER's per-problem loss, plus summed metrics."""
+        loss, aux = self.model.loss_fn(params, batch, rng)
+        n_prob, n_cand = aux["num_problems"], aux["num_candidates"]
+        sums = {k: aux[k] * n_prob for k in _PROBLEM_MEANS}
+        sums.update({k: aux[k] * n_cand for k in _CANDIDATE_MEANS})
+        sums.update({k: aux[k] for k in _COUNTS})
+        return loss * n_prob, sums
+
+    def _step(self, state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
+        batch = {k: batch[k] for k in self.keys}
+        step_rng = jax.random.fold_in(state.rng, state.step)
+        grad_fn = jax.value_and_grad(self._micro_loss, has_aux=True)
+        a = self.accum_steps
+        if a == 1:
+            (_, sums), grads = grad_fn(state.params, batch, step_rng if self.dropout else None)
+        else:
+            num = batch["candidate_mask"].shape[0]
+            if num % a:
+                raise ValueError(f"{num} problems per batch not divisible by accum_steps={a}")
+            micro_sharding = NamedSharding(self.mesh, P(None, "data"))
+
+            def split(x: jax.Array) -> jax.Array:  # row i*a+m -> micro-batch m, row i
+                x = x.reshape((num // a, a) + x.shape[1:]).swapaxes(0, 1)
+                return jax.lax.with_sharding_constraint(x, micro_sharding)
+
+            micro = jax.tree.map(split, batch)
+            zero_grads = jax.tree.map(jnp.zeros_like, state.params)
+            zero_sums = {k: jnp.zeros((), jnp.float32)
+                         for k in _PROBLEM_MEANS + _CANDIDATE_MEANS + _COUNTS}
+
+            def body(carry, xs):
+                acc_g, acc_s = carry
+                m, mb = xs
+                rng = jax.random.fold_in(step_rng, m) if self.dropout else None
+                (_, s), g = grad_fn(state.params, mb, rng)
+                return (jax.tree.map(jnp.add, acc_g, g), jax.tree.map(jnp.add, acc_s, s)), None
+
+            (grads, sums), _ = jax.lax.scan(body, (zero_grads, zero_sums), (jnp.arange(a), micro))
+        n_prob = jnp.maximum(sums["num_problems"], 1.0)
+        n_cand = jnp.maximum(sums["num_candidates"], 1.0)
+        grads = jax.tree.map(lambda g: g / n_prob, grads)
+        updates, opt_state = self.tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        metrics = {k: sums[k] / n_prob for k in _PROBLEM_MEANS}
+        metrics.update({k: sums[k] / n_cand for k in _CANDIDATE_MEANS})
+        metrics.update({k: sums[k] for k in _COUNTS})
+        metrics["grad_norm"] = optax.tree.norm(grads)
+        metrics["learning_rate"] = self.schedule(state.step)
+        new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+        return new_state, metrics
+
+    def device_batch(self, host_batch: Batch) -> dict[str, jax.Array]:
+        """This host's rows of a batch -> global arrays sharded on 'data' (model keys only)."""
+        return partitioning.host_local_batch_to_global(
+            {k: host_batch[k] for k in self.keys}, self.mesh, self.batch_sharding)
+
+    def train_step(self, state: TrainState, host_batch: Batch) -> tuple[TrainState, dict]:
+        """One optimizer update on this host's rows of the batch; metrics stay on device."""
+        return self._train_step(state, self.device_batch(host_batch))
+
+    # ------------------------------------------------------------------ scoring
+    def score_tokens(self, params: Any, tokens: np.ndarray, batch_size: int) -> np.ndarray:
+        """log P(yes) of every row of `tokens` [N, L] (same on every host), in fixed-size chunks.
+
+        `batch_size` must be a multiple of the mesh's 'data' size; the last chunk is padded.
+        """
+        tokens = np.asarray(tokens, np.int32)
+        n = tokens.shape[0]
+        data = self.mesh.shape["data"]
+        if batch_size % data:
+            raise ValueError(f"eval batch size {batch_size} not divisible by data axis {data}")
+        out = np.zeros((n,), np.float32)
+        rows = partitioning.host_batch_slice(batch_size)
+        for start in range(0, n, batch_size):
+            chunk = tokens[start:start + batch_size]
+            real = chunk.shape[0]
+            if real < batch_size:
+                chunk = np.concatenate([chunk, np.zeros((batch_size - real,) + chunk.shape[1:], np.int32)])
+            local = {self.model.tokens_key: chunk[rows][:, None, :],
+                     "candidate_mask": np.ones((rows.stop - rows.start, 1), bool)}
+            batch = partitioning.host_local_batch_to_global(local, self.mesh, self.batch_sharding)
+            scores = self._score(params, batch)
+            out[start:start + real] = np.asarray(jax.device_get(scores))[:real, 0]
+        return out
+
