@@ -16,7 +16,6 @@ from lever_jax.inputs.examples import (
     TaskSpec,
     discover_files,
     discover_specs,
-    fold_of,
     iter_examples,
     iter_spec_problems,
 )
@@ -64,18 +63,35 @@ def test_count_fallback_when_no_gen_logprob():
     assert all(e["has_gen_logprob"] == 0 for e in exs)
 
 
-def test_folds_partition_problems():
+def test_folds_partition_problems_with_a_disjoint_dev_slice():
+    from lever_jax.data.folds import assign_folds
+
     path = FIXTURES / "gsm8k" / "test.executed.jsonl"
     ids = [p.problem_id for p in iter_spec_problems(TaskSpec("t", "gsm8k", "test", path))]
+    folds = dict(zip(ids, assign_folds(ids, 3, 0)))
     seen = []
     for fold in range(3):
-        train = [p.problem_id for p in iter_spec_problems(TaskSpec("t", "gsm8k", "test", path, fold, "train", 3))]
-        evals = [p.problem_id for p in iter_spec_problems(TaskSpec("t", "gsm8k", "test", path, fold, "eval", 3))]
-        assert sorted(train + evals) == sorted(ids) and not set(train) & set(evals)
-        assert all(fold_of(i, 3) == fold for i in evals)
-        seen += evals
+        role = {r: [p.problem_id for p in iter_spec_problems(
+            TaskSpec("t", "gsm8k", "test", path, fold, r, 3, dev_fraction=0.34))] for r in ("train", "dev", "eval")}
+        assert sorted(role["train"] + role["dev"] + role["eval"]) == sorted(ids)
+        assert not set(role["dev"]) & set(role["eval"]) and not set(role["train"]) & set(role["eval"])
+        assert role["dev"] and all(folds[i] != fold for i in role["dev"])
+        assert all(folds[i] == fold for i in role["eval"])
+        seen += role["eval"]
     assert sorted(seen) == sorted(ids)
-    assert fold_of("gsm8k-test-0000", 5, 0) == fold_of("gsm8k-test-0000", 5, 0)
+
+
+def test_file_spec_splits_a_whole_file_into_train_and_dev():
+    from lever_jax.inputs.examples import file_spec
+
+    path = FIXTURES / "gsm8k" / "test.executed.jsonl"
+    every = [p.problem_id for p in iter_spec_problems(file_spec(path))]
+    train = [p.problem_id for p in iter_spec_problems(file_spec(path, "train", dev_fraction=0.5))]
+    dev = [p.problem_id for p in iter_spec_problems(file_spec(path, "dev", dev_fraction=0.5))]
+    assert file_spec(path).dataset == "gsm8k"
+    assert dev and train and sorted(train + dev) == sorted(every) and not set(train) & set(dev)
+    with pytest.raises(ValueError, match="fold_role"):
+        TaskSpec("t", "gsm8k", "test", path, None, "eval")
 
 
 @given(st.lists(st.integers(3, 300), max_size=40), st.integers(3, 30), st.sampled_from(["left", "right"]), st.booleans())

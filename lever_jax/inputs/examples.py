@@ -8,9 +8,15 @@ from the directory named by the ``LEVER_JAX_DATA_DIR`` env var (or an explicit a
 ``discover_specs.data_dir``), then the bundled pools
 (``lever_jax/data/bundled/<dataset>_pool/<pool>.executed.jsonl.gz``, e.g. ``gsm8k_pool/code002``).
 
-Folds (k-fold pools, e.g. the GSM8k test-set pool): problem ``p`` is in fold
-``int(sha256(f"{seed}:{p.problem_id}"), 16) % num_folds``. A hash (rather than a permutation) keeps
-assignment streaming and stable when problems are added or reordered. Defaults: 5 folds, seed 0.
+Folds (k-fold pools, e.g. the GSM8k test-set pool): ``lever_jax.data.folds``, the same folds as
+`lever-jax run` (a seeded permutation of the file's sorted problem ids; defaults 5 folds, seed 0,
+dev fraction 0.1). Fold ``i`` of a pool gives three tasks: ``..._fold{i}_train`` (the other folds
+minus a dev slice), ``..._fold{i}_dev`` (that slice: checkpoint selection) and ``..._fold{i}_eval``
+(the held-out fold: reported). Dev and eval never overlap.
+
+Any executed file can be a task too (:func:`file_spec`): role None (all problems), or 'train' /
+'dev' for a file used whole for training with a seeded dev slice carved out
+(``lever_jax.data.folds.dev_split``).
 
 Example fields (one per candidate): ``inputs``/``targets`` text, ``problem_id``, ``problem_index``
 (0-based order of the problem within the task), ``candidate_index``, ``gen_logprob``,
@@ -22,7 +28,7 @@ instead, and ``has_gen_logprob`` = 0.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import math
 import os
 import re
@@ -31,8 +37,9 @@ from typing import Any, Iterator, Mapping
 
 import gin
 
+from lever_jax.data import folds as folds_lib
 from lever_jax.data.bundled import bundled_path
-from lever_jax.data.jsonl import read_problems
+from lever_jax.data.jsonl import DataFileError, iter_json_lines, read_problems
 from lever_jax.data.schema import Problem
 from lever_jax.inputs.serialize import SerializeOptions, serialize, target_text, truncation_side
 
@@ -43,17 +50,21 @@ POOL_DATASET = "gsm8k_pool"
 # folder with a single pool file uses that one.
 DEFAULT_POOLS = {"gsm8k_pool": "code002", "humaneval_pool": "codegen16b"}
 SERIALIZER_DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
-DEFAULT_NUM_FOLDS = 5
-DEFAULT_FOLD_SEED = 0
+DEFAULT_NUM_FOLDS = folds_lib.DEFAULT_NUM_FOLDS
+DEFAULT_FOLD_SEED = folds_lib.DEFAULT_FOLD_SEED
+DEFAULT_DEV_FRACTION = folds_lib.DEFAULT_DEV_FRACTION
+FOLD_ROLES = ("train", "dev", "eval")
 SUFFIXES = (".executed.jsonl.gz", ".executed.jsonl")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """One verifier task: the executed file(s) it reads, and an optional fold filter.
+    """One verifier task: the executed file it reads, and an optional problem filter.
 
-    fold_role: None (all problems), 'train' (problems outside ``fold``), 'eval' (problems in it).
+    With ``fold`` set, ``fold_role`` is 'train' (the other folds minus the dev slice), 'dev' (the
+    slice) or 'eval' (the held-out fold). Without a fold, ``fold_role`` None reads every problem,
+    'train' / 'dev' split the whole file by :func:`lever_jax.data.folds.dev_split`.
     """
 
     name: str
@@ -64,6 +75,12 @@ class TaskSpec:
     fold_role: str | None = None
     num_folds: int = DEFAULT_NUM_FOLDS
     fold_seed: int = DEFAULT_FOLD_SEED
+    dev_fraction: float = DEFAULT_DEV_FRACTION
+
+    def __post_init__(self) -> None:
+        roles = FOLD_ROLES if self.fold is not None else (None, "train", "dev")
+        if self.fold_role not in roles:
+            raise ValueError(f"task {self.name}: fold_role must be one of {roles}, got {self.fold_role!r}")
 
     @property
     def is_training(self) -> bool:
@@ -73,11 +90,60 @@ class TaskSpec:
     def truncation_side(self) -> str:
         return truncation_side(self.dataset)
 
+    def selected_ids(self) -> frozenset[str] | None:
+        """The problem ids this task reads (None: all of the file)."""
+        if self.fold is None and self.fold_role is None:
+            return None
+        ids = file_problem_ids(self.path)
+        if self.fold is None:
+            train, dev = folds_lib.dev_split(ids, self.dev_fraction, self.fold_seed)
+            return train if self.fold_role == "train" else dev
+        role = "heldout" if self.fold_role == "eval" else self.fold_role
+        return folds_lib.role_ids(ids, self.fold, role, self.num_folds, self.fold_seed, self.dev_fraction)
 
-def fold_of(problem_id: str, num_folds: int = DEFAULT_NUM_FOLDS, seed: int = DEFAULT_FOLD_SEED) -> int:
-    """Deterministic fold of a problem (hash of seed and problem id)."""
-    digest = hashlib.sha256(f"{seed}:{problem_id}".encode("utf-8")).hexdigest()
-    return int(digest, 16) % num_folds
+
+@functools.lru_cache(maxsize=32)
+def _file_ids(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], str | None]:
+    ids, dataset = [], None
+    for line, obj in iter_json_lines(path):
+        if not isinstance(obj, dict) or not isinstance(obj.get("problem_id"), str):
+            raise DataFileError(path, line, "problem_id", "missing or not a string")
+        ids.append(obj["problem_id"])
+        dataset = dataset or obj.get("dataset")
+    return tuple(ids), dataset
+
+
+def _stat_key(path: str | os.PathLike) -> tuple[str, int, int]:
+    st = os.stat(path)
+    return str(path), st.st_mtime_ns, st.st_size
+
+
+def file_problem_ids(path: str | os.PathLike) -> tuple[str, ...]:
+    """Problem ids of an executed file in file order (cached per file version)."""
+    return _file_ids(*_stat_key(path))[0]
+
+
+def file_spec(path: str | os.PathLike, role: str | None = None, dataset: str | None = None,
+              dev_fraction: float = DEFAULT_DEV_FRACTION, seed: int = DEFAULT_FOLD_SEED) -> TaskSpec:
+    """A task over a user's executed file (the data contract, docs/data_format.md).
+
+    ``role`` None: every problem; 'train' / 'dev': the file split by a seeded dev slice.
+    ``dataset`` None: the file's own ``dataset`` field (of its first problem).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise DataFileError(path, None, "path", "is a directory, expected an executed JSONL(.gz) file")
+    if not path.exists():
+        raise DataFileError(path, None, "path", "no such file")
+    ids, file_dataset = _file_ids(*_stat_key(path))
+    if not ids:
+        raise DataFileError(path, None, "problems", "the file has no problems")
+    dataset = _serializer_dataset(dataset or file_dataset or "")
+    if dataset not in SERIALIZER_DATASETS:
+        raise DataFileError(path, 1, "dataset", f"{dataset!r} is not one of {', '.join(SERIALIZER_DATASETS)}")
+    name = f"file:{path.name}" + (f":{role}" if role else "")
+    return TaskSpec(name, dataset, _split_of(path) or path.stem, path, fold=None, fold_role=role,
+                    fold_seed=seed, dev_fraction=dev_fraction)
 
 
 def task_name(dataset: str, split: str) -> str:
@@ -134,12 +200,14 @@ def _serializer_dataset(dataset: str) -> str:
     return dataset[: -len(POOL_SUFFIX)] if is_pool(dataset) else dataset
 
 
-def fold_specs(dataset: str, split: str, path: Path, num_folds: int, fold_seed: int, prefix: str) -> list[TaskSpec]:
-    """``{prefix}_fold{i}_{train,eval}`` specs over one pool file."""
+def fold_specs(dataset: str, split: str, path: Path, num_folds: int, fold_seed: int, prefix: str,
+               dev_fraction: float = DEFAULT_DEV_FRACTION) -> list[TaskSpec]:
+    """``{prefix}_fold{i}_{train,dev,eval}`` specs over one pool file."""
     return [
-        TaskSpec(f"{prefix}_fold{i}_{role}", _serializer_dataset(dataset), split, path, i, role, num_folds, fold_seed)
+        TaskSpec(f"{prefix}_fold{i}_{role}", _serializer_dataset(dataset), split, path, i, role, num_folds,
+                 fold_seed, dev_fraction)
         for i in range(num_folds)
-        for role in ("train", "eval")
+        for role in FOLD_ROLES
     ]
 
 
@@ -149,13 +217,14 @@ def discover_specs(
     include_bundled: bool = True,
     num_folds: int = DEFAULT_NUM_FOLDS,
     fold_seed: int = DEFAULT_FOLD_SEED,
+    dev_fraction: float = DEFAULT_DEV_FRACTION,
 ) -> list[TaskSpec]:
     """Every task spec: user files (``data_dir`` or ``$LEVER_JAX_DATA_DIR``), then bundled pools.
 
     A dataset directory named ``<dataset>_pool`` (user or bundled, e.g. ``gsm8k_pool``) is a k-fold
     pool over test problems: besides ``lever_verify_gsm8k_pool_{pool}`` it gets
-    ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}``, and the default pool
-    (:data:`DEFAULT_POOLS`, or the only one) also ``lever_verify_gsm8k_pool_fold{i}_{train,eval}``.
+    ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,dev,eval}``, and the default pool
+    (:data:`DEFAULT_POOLS`, or the only one) also ``lever_verify_gsm8k_pool_fold{i}_{train,dev,eval}``.
     """
     data_dir = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
     files: dict[tuple[str, str], Path] = {}
@@ -172,11 +241,13 @@ def discover_specs(
         if _serializer_dataset(dataset) not in SERIALIZER_DATASETS:
             continue
         name = task_name(dataset, split)
-        specs.append(TaskSpec(name, _serializer_dataset(dataset), split, path, num_folds=num_folds, fold_seed=fold_seed))
+        specs.append(TaskSpec(name, _serializer_dataset(dataset), split, path, num_folds=num_folds,
+                              fold_seed=fold_seed, dev_fraction=dev_fraction))
         if is_pool(dataset):
-            specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, name))
+            specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, name, dev_fraction))
             if DEFAULT_POOLS.get(dataset) == split or pools_per_dataset[dataset] == 1:
-                specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, f"lever_verify_{dataset}"))
+                specs.extend(fold_specs(dataset, split, path, num_folds, fold_seed, f"lever_verify_{dataset}",
+                                        dev_fraction))
     return specs
 
 
@@ -203,13 +274,11 @@ def serialize_options(
 
 
 def iter_spec_problems(spec: TaskSpec) -> Iterator[Problem]:
-    """Stream the executed problems of ``spec`` (fold filter applied)."""
+    """Stream the executed problems of ``spec`` (fold / dev filter applied), in file order."""
+    selected = spec.selected_ids()
     for problem in read_problems(spec.path, require_execution=True):
-        if spec.fold is not None:
-            in_fold = fold_of(problem.problem_id, spec.num_folds, spec.fold_seed) == spec.fold
-            if in_fold != (spec.fold_role == "eval"):
-                continue
-        yield problem
+        if selected is None or problem.problem_id in selected:
+            yield problem
 
 
 def lm_logprobs(problem: Problem) -> tuple[list[float], bool]:

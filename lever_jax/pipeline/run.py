@@ -34,6 +34,7 @@ from lever_jax.pipeline import gsm8k_features
 from lever_jax.training import checkpoints  # noqa: F401 (gin registration before parsing)
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.bundled import bundled_path
+from lever_jax.data.folds import assign_folds, fold_rows
 from lever_jax.data.jsonl import read_problems, write_json, write_problems
 from lever_jax.data.schema import Problem
 from lever_jax.pipeline.encoder_features import FeatureConfig, pool_features
@@ -136,24 +137,7 @@ def load_pool(cfg: RunConfig, out: Path) -> list[Problem]:
 
 
 # ------------------------------------------------------------------------------------ 2 folds
-def assign_folds(problem_ids: Sequence[str], num_folds: int, seed: int) -> np.ndarray:
-    """Fold of each problem: a seeded permutation of the sorted ids dealt round-robin."""
-    if num_folds < 2:
-        raise ValueError("num_folds must be >= 2 (cross-fitting needs held-out folds)")
-    order = np.argsort(np.asarray(problem_ids, dtype=object), kind="stable")
-    perm = np.random.default_rng(seed).permutation(len(order))
-    folds = np.empty(len(order), np.int32)
-    folds[order[perm]] = np.arange(len(order)) % num_folds
-    return folds
-
-
-def fold_rows(folds: np.ndarray, fold: int, dev_fraction: float, seed: int) -> dict[str, np.ndarray]:
-    """Problem rows of fold ``fold``: 'heldout' (the fold), 'dev' (a seeded slice of the other
-    folds, for checkpoint selection) and 'train' (the rest)."""
-    held = np.flatnonzero(folds == fold)
-    rest = np.random.default_rng([seed, fold]).permutation(np.flatnonzero(folds != fold))
-    n_dev = max(1, int(round(dev_fraction * len(rest))))
-    return {"train": np.sort(rest[n_dev:]), "dev": np.sort(rest[:n_dev]), "heldout": held}
+# lever_jax.data.folds (shared with the fold tasks of `lever-jax train`): assign_folds, fold_rows.
 
 
 # ------------------------------------------------------------------------------------ 3 train
@@ -360,8 +344,8 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, pr
 
 
 def _fold_key(cfg: RunConfig) -> dict[str, Any]:
-    return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "max_problems": cfg.max_problems,
-            "pool": cfg.pool, "execute": cfg.execute}
+    return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "dev_fraction": cfg.dev_fraction,
+            "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute}
 
 
 def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
