@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
+from lever_jax.data.errors import UserError
+
 from lever_jax.data.schema import Problem, SchemaError, problem_from_dict, problem_to_dict
 
 PathLike = str | os.PathLike
@@ -31,7 +33,7 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
-class DataFileError(ValueError):
+class DataFileError(UserError):
     """A data file could not be read; the message names file, line and field."""
 
     def __init__(self, path: PathLike, line: int | None, field: str | None, message: str):
