@@ -176,6 +176,8 @@ def test_gin_encoder_files(name: str, pretrained, count) -> None:
     try:
         gin.parse_config_files_and_bindings([str(ROOT / f"gin_configs/models/{name}.gin")], [])
         model = gin.query_parameter("%MODEL").scoped_configurable_fn()
+        if model.config.vocab_size is None:  # taken from the vocabulary (training.runs.fit_vocabulary)
+            model = model.for_vocabulary(8000, 0)
     finally:
         gin.clear_config()
     assert isinstance(model, EncoderClassifierVerifier) and model.pretrained == pretrained

@@ -277,23 +277,26 @@ def test_relative_position_buckets_reference_values() -> None:
     assert np.all(relative_position_buckets(5, 5, False, 32, 128)[np.triu_indices(5, 1)] == 0)
 
 
-@pytest.mark.parametrize("name", ["t5_tiny", "t5_small", "t5_base", "t5_large"])
-def test_gin_model_files(name: str) -> None:
+@pytest.mark.parametrize("name,size,version", [("t5_tiny", "tiny", "1.1"), ("t5_small", "small", "1.1"),
+                                               ("t5_base", "base", "1.0"), ("t5_large", "large", "1.0")])
+def test_gin_model_files(name: str, size: str, version: str) -> None:
+    """Each T5 model file builds the preset it names (v1.1 small; LEVER's v1.0 base/large), with
+    vocabulary-dependent fields left to the vocabulary (tests/test_gin_layering.py fits them)."""
     import gin
 
     gin.clear_config()
     try:
         gin.parse_config_files_and_bindings([str(ROOT / f"gin_configs/models/{name}.gin")],
-                                            ["ACTIVATION_DTYPE = 'bfloat16'"])
+                                            ["ACTIVATION_DTYPE = 'bfloat16'", "VOCAB_SIZE = 32128"])
         model = gin.query_parameter("%MODEL").scoped_configurable_fn()
     finally:
         gin.clear_config()
     assert isinstance(model, EncoderDecoderVerifier)
-    size = name.split("_")[1]
-    assert model.config == t5_config(size, dtype="bfloat16")
-    assert (model.config.no_token_id, model.config.yes_token_id) == (150, 4273)
+    want = t5_config(size, version, dtype="bfloat16", vocab_size=32128, no_token_id=None, yes_token_id=None)
+    assert model.config == want
+    fitted = model.for_vocabulary(32128, 150, 4273)
     if size in ("tiny", "small"):
-        n = _param_count(model)
+        n = _param_count(fitted)
         assert n == {"tiny": 4_310_016, "small": 76_961_152}[size]
     other = model.for_vocabulary(300, 7, 8)
     assert (other.config.vocab_size, other.config.no_token_id) == (300, 7)

@@ -201,10 +201,12 @@ def test_gin_task_files_name_bundled_tasks(name):
     with gin.unlock_config():
         gin.parse_config_file(str(ROOT / "gin_configs" / "tasks" / f"{name}.gin"))
     try:
-        for macro in ("MIXTURE_OR_TASK_NAME", "EVAL_MIXTURE_OR_TASK_NAME"):
-            task = gin.query_parameter(f"{macro}/macro.value")
-            assert find_spec(task).fold == 0
-        assert get_vocabulary().spec == "minilm" if name == "gsm8k_pool" else get_vocabulary().spec == "spm"
+        roles = {}
+        for macro in ("MIXTURE_OR_TASK_NAME", "DEV_MIXTURE_OR_TASK_NAME", "EVAL_MIXTURE_OR_TASK_NAME"):
+            spec = find_spec(gin.query_parameter(f"{macro}/macro.value"))
+            assert spec.fold == 0
+            roles[macro] = spec.fold_role
+        assert list(roles.values()) == ["train", "dev", "eval"]
     finally:
         gin.clear_config()
 

@@ -19,7 +19,7 @@ def _strip(records: list[dict]) -> list[dict]:
 def test_killed_run_resumes_exactly(tmp_path, jax_cache):
     env = run_env(jax_cache)
     full_dir, killed_dir = tmp_path / "full", tmp_path / "killed"
-    extra = ["build_model.dropout_rate = 0.1"]  # dropout on: the RNG must replay too
+    extra = ["DROPOUT_RATE = 0.1"]  # dropout on: the RNG must replay too
     full = subprocess.run(cli_command("train") + gin_args(full_dir, extra), cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
     assert full.returncode == 0, full.stderr[-4000:]

@@ -19,8 +19,12 @@ MICRO_BINDINGS = [
     "CHECKPOINT_PERIOD = 4",
     "EVAL_PERIOD = 12",
     "TASK_FEATURE_LENGTHS = {'inputs': 48, 'targets': 1}",
-    "build_model.overrides = {'d_model': 16, 'num_heads': 2, 'd_kv': 8, 'd_ff': 32, "
-    "'num_encoder_layers': 1, 'num_decoder_layers': 1}",
+    "configs.T5Config.d_model = 16",
+    "configs.T5Config.num_heads = 2",
+    "configs.T5Config.d_kv = 8",
+    "configs.T5Config.d_ff = 32",
+    "configs.T5Config.num_encoder_layers = 1",
+    "configs.T5Config.num_decoder_layers = 1",
     "train.max_train_problems = 16",
     "train.max_eval_problems = 6",
     "evaluate.max_eval_problems = 6",
@@ -81,7 +85,7 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
     ev = subprocess.run(cli_command("eval") + gin_args(model_dir), cwd=REPO, env=env,
                         capture_output=True, text=True, timeout=900)
     assert ev.returncode == 0, ev.stderr[-4000:]
-    task = "lever_verify_gsm8k_pool_fold0_eval"
+    task = "lever_verify_gsm8k_pool_fold1_eval"  # smoke.gin reports the held-out fold, not the dev slice
     scores = json.loads((model_dir / "eval" / f"{task}.scores.json").read_text())
     metrics = json.loads((model_dir / "eval" / f"{task}.metrics.json").read_text())
     assert len(scores["problems"]) == 6
@@ -92,10 +96,9 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
     for key in ("binary_acc", "rerank_acc", "summing_agg_rerank_acc", "voting_agg_rerank_acc",
                 "majority_vote_acc", "random_acc", "oracle_acc", "calibration_error"):
         assert 0.0 <= metrics[key] <= 1.0, key
-    # The evaluated checkpoint is the best by dev rerank accuracy, and its eval matches training's.
-    best = max(evaluated, key=lambda r: (r["eval/summing_agg_rerank_acc"], r["step"]))  # ties: latest
+    # The evaluated checkpoint is the best by the dev slice's rerank accuracy (ties: latest).
+    best = max(evaluated, key=lambda r: (r["eval/summing_agg_rerank_acc"], r["step"]))
     assert metrics["checkpoint_step"] == best["step"]
-    assert metrics["summing_agg_rerank_acc"] == pytest.approx(best["eval/summing_agg_rerank_acc"])
 
 
 def test_commands_register_the_t5x_flags():

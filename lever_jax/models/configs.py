@@ -32,7 +32,7 @@ def _dropout_impl(name: str) -> None:
 class T5Config:
     """T5 encoder-decoder hyper-parameters (names follow HF `T5Config` where they exist)."""
 
-    vocab_size: int = 32128
+    vocab_size: Optional[int] = 32128  # None: from the vocabulary (lever_jax.training.runs.fit_vocabulary)
     d_model: int = 512
     num_heads: int = 6
     d_kv: int = 64
@@ -49,8 +49,8 @@ class T5Config:
     # tie_word_embeddings (HF transformers 5 ties v1.1 checkpoints too, without scaling).
     scale_decoder_outputs: Optional[bool] = None
     decoder_start_token_id: int = 0
-    no_token_id: int = T5_NO_TOKEN_ID
-    yes_token_id: int = T5_YES_TOKEN_ID
+    no_token_id: Optional[int] = T5_NO_TOKEN_ID  # None: the vocabulary's ids of 'no' / 'yes'
+    yes_token_id: Optional[int] = T5_YES_TOKEN_ID
     dtype: str = "float32"  # activation dtype; "bfloat16" for mixed precision
     remat: bool = False  # rematerialise each layer in the backward pass (memory for compute)
     # Dropout masks: "hash" (fast counter-based, layers.keep_mask) | "jax" (jax.random.bernoulli)
@@ -67,7 +67,7 @@ class T5Config:
             raise ValueError(f"T5Config.feed_forward_proj: unsupported {act!r}")
         for name in ("no_token_id", "yes_token_id", "decoder_start_token_id"):
             v = getattr(self, name)
-            if not 0 <= v < self.vocab_size:
+            if v is not None and self.vocab_size is not None and not 0 <= v < self.vocab_size:
                 raise ValueError(f"T5Config.{name}={v} outside vocabulary of size {self.vocab_size}")
 
     @property
@@ -97,7 +97,7 @@ class EncoderConfig:
     pad_token_id + 1 and padding gets pad_token_id), `type_vocab_size=1`.
     """
 
-    vocab_size: int = 30522
+    vocab_size: Optional[int] = 30522  # None: from the vocabulary (fit_vocabulary)
     hidden_size: int = 384
     num_layers: int = 6
     num_heads: int = 12
@@ -107,7 +107,7 @@ class EncoderConfig:
     layer_norm_eps: float = 1e-12
     hidden_act: str = "gelu"  # "gelu" (exact erf, BERT) | "gelu_new" (tanh) | "relu"
     dropout_rate: float = 0.1
-    pad_token_id: int = 0
+    pad_token_id: Optional[int] = 0  # None: the vocabulary's pad id
     position_ids_from_padding: bool = False  # RoBERTa-style positions
     pooling: str = "cls"  # "cls" | "mean" (sentence-transformers MiniLM)
     head_hidden: bool = False  # RoBERTa classification head: dense + tanh before the 2-way output

@@ -189,6 +189,11 @@ class EncoderClassifierVerifier(BaseVerifier):
         self.pretrained = pretrained
         self.module = EncoderClassifier(config)
 
+    def for_vocabulary(self, vocab_size: int, pad_token_id: int) -> "EncoderClassifierVerifier":
+        """The same verifier for another vocabulary (size and padding id)."""
+        cfg = dataclasses.replace(self.config, vocab_size=vocab_size, pad_token_id=pad_token_id)
+        return EncoderClassifierVerifier(cfg, self.loss_config, self.pretrained)
+
     def _load_pretrained(self) -> Optional[dict]:
         from lever_jax.models import hf_import
 

@@ -3,8 +3,8 @@
 `RunConfig.verifier = 'trained'` replaces the frozen-feature head of the default run: for every
 fold, the fold's training problems, its dev slice and its held-out problems are written as
 executed files under the fold directory (``data/<dataset>/{train,dev,heldout}.executed.jsonl.gz``);
-`lever_jax.training.runs.train` trains the gin-configured verifier (`build_model`, `train.*`, as for
-`lever-jax train`) with the dev rerank accuracy choosing the checkpoint, and
+`lever_jax.training.runs.train` trains the gin-configured verifier (MODEL, `train.*`, as for
+`lever-jax train`) on the train file with the dev file's metric choosing the checkpoint, and
 `lever_jax.training.runs.evaluate` scores the held-out problems with the best checkpoint.
 
 Resumable like the head path: a finished fold keeps ``scores.npy`` and is never retrained; an
@@ -21,7 +21,6 @@ import numpy as np
 
 from lever_jax.data.jsonl import write_json, write_problems
 from lever_jax.data.schema import Problem
-from lever_jax.inputs.examples import task_name
 
 SPLITS = ("train", "dev", "heldout")
 
@@ -60,15 +59,15 @@ def train_fold(problems: Sequence[Problem], rows: dict[str, np.ndarray], width: 
         return np.load(scores_path)
     data_dir = fold_dir / "data"
     dataset = write_fold_data(problems, rows, data_dir)
+    split_file = {split: str(data_dir / dataset / f"{split}.executed.jsonl.gz") for split in SPLITS}
     model_dir = fold_dir / "model"
-    train_record = runs.train(model_dir=str(model_dir), train_task=task_name(dataset, "train"),
-                              eval_task=task_name(dataset, "dev"), data_dir=str(data_dir),
-                              progress_bar=progress)
-    heldout_task = task_name(dataset, "heldout")
-    metrics = runs.evaluate(model_dir=str(model_dir), eval_task=heldout_task, data_dir=str(data_dir),
-                            output_dir=str(fold_dir / "eval"))
+    train_record = runs.train(model_dir=str(model_dir), train_task=None, train_file=split_file["train"],
+                              dev_task=None, dev_file=split_file["dev"], progress_bar=progress)
+    scores_json = fold_dir / "eval" / "heldout.scores.json"
+    metrics = runs.evaluate(model_dir=str(model_dir), eval_task=None, eval_file=split_file["heldout"],
+                            output=str(scores_json))
     held_ids = [problems[i].problem_id for i in rows["heldout"]]
-    scores = read_scores(fold_dir / "eval" / f"{heldout_task}.scores.json", held_ids, width)
+    scores = read_scores(scores_json, held_ids, width)
     tmp = fold_dir / f"scores.{os.getpid()}.tmp.npy"
     np.save(tmp, scores)
     os.replace(tmp, scores_path)

@@ -1,9 +1,19 @@
-"""Gin-configurable training and evaluation runs (the bodies of lever_jax.training.train / .evaluate).
+"""Gin-configurable training and evaluation runs (the bodies of `lever-jax train` / `lever-jax eval`).
 
-Entry points: `python -m lever_jax.training.train` / `lever-jax train` and `python -m lever_jax.training.evaluate` /
-`lever-jax eval`, with t5x-style flags --gin_file, --gin_bindings, --gin_search_paths and
---distributed. Configurables (gin names): `train`, `evaluate`, `build_model`,
-`make_partitioning`, `OptimizerConfig`, `LossConfig`.
+Entry points: `lever-jax train` / `python -m lever_jax.training.train` and `lever-jax eval` /
+`python -m lever_jax.training.evaluate`, with t5x-style flags --gin_file, --gin_bindings,
+--gin_search_paths and --distributed. Gin files are layered as in t5x: a run file
+(gin_configs/runs/train.gin, eval.gin) binds `train.*` / `evaluate.*` to macros that a model file
+(gin_configs/models/*.gin: MODEL, VOCABULARY_NAME, the architecture) and a task file
+(gin_configs/tasks/*.gin: task names or executed files, lengths, LEVER's per-dataset batch, learning
+rate, steps and selection metric) define; each macro is defined in exactly one of them, so their
+order does not matter. Configurables (gin names): `train`, `evaluate`, `make_partitioning`,
+`OptimizerConfig`, `LossConfig`.
+
+Data: a registered task name (`MIXTURE_OR_TASK_NAME`, ...) or any executed file (`TRAIN_FILE`,
+`DEV_FILE`, `EVAL_FILE`, docs/data_format.md). Checkpoints are selected on a dev split that never
+overlaps the reported problems: `DEV_FILE` / `DEV_MIXTURE_OR_TASK_NAME`, else a seeded
+`train.dev_fraction` slice of `TRAIN_FILE` (lever_jax.data.folds.dev_split).
 
 `train()` resumes from MODEL_DIR's latest checkpoint when there is one (same step, data position
 and RNG), logs one JSON line per logged step to MODEL_DIR/metrics.jsonl (+ TensorBoard), saves
@@ -15,6 +25,7 @@ each host then loads only its rows of every batch.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import math
 import sys
@@ -26,46 +37,82 @@ import gin
 import jax
 import numpy as np
 
-from lever_jax.training import partitioning
-from lever_jax.training.checkpoints import Checkpointer
+from lever_jax.data.errors import UserError
+from lever_jax.inputs.examples import TaskSpec, file_spec
 from lever_jax.inputs.feeds import TrainBatcher, load_eval_set, numpy_problems, resolve_task, seqio_problems
-from lever_jax.models.configs import LossConfig, encoder_config, t5_config
+from lever_jax.inputs.tokenizers import TextTokenizer, get_vocabulary
+from lever_jax.models.configs import LossConfig
 from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
 from lever_jax.rerank.scores_file import compute_metrics
+from lever_jax.training import partitioning
+from lever_jax.training.checkpoints import Checkpointer
 from lever_jax.training.metric_sinks import MetricsWriter
 from lever_jax.training.trainer import OptimizerConfig, Trainer
-from lever_jax.inputs.tokenizers import TextTokenizer, get_vocabulary
 
 log = logging.getLogger("lever_jax.training.runs")
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # holds gin_configs/ in a non-editable install
 gin.external_configurable(OptimizerConfig, module="lever_jax.training.trainer")
 gin.external_configurable(LossConfig, module="lever_jax.models.configs")
 
+Verifier = Any  # EncoderDecoderVerifier | EncoderClassifierVerifier
 
-@gin.configurable(module="lever_jax.training.runs")
-def build_model(model_type: str = "encdec", size: str = "small", version: str = "1.1",
-                dtype: str = "float32", dropout_rate: float = 0.1,
-                loss: LossConfig = LossConfig(), match_vocabulary: bool = True,
-                overrides: Optional[Mapping[str, Any]] = None,
-                vocabulary: Optional[TextTokenizer] = None) -> Any:
-    """A verifier from a preset: 'encdec' (T5 tiny/small/base/large, v1.1 or 1.0) or 'encoder'
-    (tiny/minilm/bert_base/roberta_large). `match_vocabulary` sizes the embedding to the
-    vocabulary and, for T5, reads the no/yes logits at the vocabulary's 'no'/'yes' ids.
-    `dtype='bfloat16'` computes in bf16 (parameters stay float32)."""
-    tok = vocabulary or get_vocabulary()
-    extra = dict(overrides or {})
-    if model_type == "encdec":
-        if match_vocabulary:
-            extra = {"vocab_size": tok.vocab_size, "no_token_id": tok.no_id,
-                     "yes_token_id": tok.yes_id, **extra}
-        return EncoderDecoderVerifier(t5_config(size, version, dtype=dtype, dropout_rate=dropout_rate,
-                                                **extra), loss)
-    if model_type == "encoder":
-        if match_vocabulary:
-            extra = {"vocab_size": tok.vocab_size, "pad_token_id": tok.pad_id, **extra}
-        return EncoderClassifierVerifier(encoder_config(size, dtype=dtype, dropout_rate=dropout_rate,
-                                                        **extra), loss)
-    raise ValueError(f"build_model.model_type must be 'encdec' or 'encoder', got {model_type!r}")
+
+def fit_vocabulary(model: Verifier, tok: TextTokenizer) -> Verifier:
+    """The gin-built verifier sized for the vocabulary the model file names.
+
+    A model file leaves `vocab_size` (and T5's no/yes ids, the encoder's pad id) as None to take
+    them from the vocabulary; a value it does set must agree with the vocabulary (a pretrained
+    checkpoint fixes them), else a UserError names the macro to change."""
+    if model is None:
+        raise UserError("train.model / evaluate.model is not set: add a model file "
+                        "(--gin_file gin_configs/models/<model>.gin defines MODEL)")
+    cfg = model.config
+    if getattr(model, "pretrained", None) == "minilm" and tok.spec != "minilm":
+        raise UserError(f"PRETRAINED = 'minilm' needs VOCABULARY_NAME = 'minilm' (the weights' WordPiece "
+                        f"vocabulary), got {tok.spec!r}")
+    size = tok.vocab_size if cfg.vocab_size is None else int(cfg.vocab_size)
+    if size < tok.vocab_size:
+        raise UserError(f"the model's vocab_size {size} is smaller than vocabulary {tok.spec!r} "
+                        f"({tok.vocab_size} ids): set VOCAB_SIZE = None in the model file")
+    if isinstance(model, EncoderDecoderVerifier):
+        for name, want in (("no_token_id", tok.no_id), ("yes_token_id", tok.yes_id)):
+            have = getattr(cfg, name)
+            if have is not None and have != want:
+                raise UserError(f"the model's {name}={have} but vocabulary {tok.spec!r} encodes "
+                                f"{name.split('_')[0]!r} as {want}: set it to None in the model file")
+        return model.for_vocabulary(size, tok.no_id, tok.yes_id)
+    if isinstance(model, EncoderClassifierVerifier):
+        if cfg.pad_token_id is not None and cfg.pad_token_id != tok.pad_id:
+            raise UserError(f"the model's pad_token_id={cfg.pad_token_id} but vocabulary {tok.spec!r} "
+                            f"pads with {tok.pad_id}: set PAD_TOKEN_ID = None in the model file")
+        return model.for_vocabulary(size, tok.pad_id)
+    raise UserError(f"MODEL must build a lever_jax.models.verifier verifier, got {type(model).__name__}")
+
+
+def gin_model(configurable: str = "train") -> Verifier:
+    """Build the model the parsed gin config passes to `train` / `evaluate` (``<configurable>.model``),
+    e.g. to inspect or count it without training."""
+    ref = gin.query_parameter(f"{configurable}.model")
+    return ref.scoped_configurable_fn() if isinstance(ref, gin.config.ConfigurableReference) else ref
+
+
+def count_parameters(model: Verifier, inputs_length: int = 8) -> int:
+    """Number of parameters, from abstract shapes (jax.eval_shape: nothing is allocated)."""
+    shapes = jax.eval_shape(lambda: model.get_initial_variables(
+        jax.random.PRNGKey(0), {model.tokens_key: (1, 1, inputs_length)}))
+    return int(sum(math.prod(leaf.shape) for leaf in jax.tree_util.tree_leaves(shapes)))
+
+
+def describe_model(model: Verifier) -> str:
+    """One line naming the architecture (what the model file built)."""
+    cfg = model.config
+    if isinstance(model, EncoderDecoderVerifier):
+        version = "v1.0-style (relu, tied)" if cfg.feed_forward_proj == "relu" else f"v1.1-style ({cfg.feed_forward_proj})"
+        return (f"T5 {version}: d_model {cfg.d_model}, {cfg.num_encoder_layers}+{cfg.num_decoder_layers} "
+                f"layers, {cfg.num_heads} heads, d_ff {cfg.d_ff}, vocab {cfg.vocab_size}")
+    return (f"encoder classifier: hidden {cfg.hidden_size}, {cfg.num_layers} layers, {cfg.num_heads} heads, "
+            f"vocab {cfg.vocab_size}, {cfg.pooling} pooling")
 
 
 @gin.configurable(module="lever_jax.training.runs")
@@ -102,16 +149,89 @@ def _inputs_length(task_feature_lengths: Optional[Mapping[str, int]], inputs_len
         return int(inputs_length)
     if task_feature_lengths and "inputs" in task_feature_lengths:
         return int(task_feature_lengths["inputs"])
-    raise ValueError("set train.inputs_length or train.task_feature_lengths = {'inputs': L, ...}")
+    raise UserError("set TASK_FEATURE_LENGTHS = {'inputs': L, 'targets': 1} (task file) or train.inputs_length")
+
+
+def _one_of(task: Optional[str], file: Optional[str], what: str, required: bool) -> None:
+    if task is not None and file is not None:
+        raise UserError(f"{what}: set either the task name or the file, not both "
+                        f"(got task {task!r} and file {file!r})")
+    if required and task is None and file is None:
+        names = {"train": "MIXTURE_OR_TASK_NAME / TRAIN_FILE", "eval": "EVAL_MIXTURE_OR_TASK_NAME / EVAL_FILE"}
+        raise UserError(f"no {what} data: set {names[what]} (a task file under gin_configs/tasks/, "
+                        f"or --{what}_file / --input FILE)")
+
+
+def data_specs(train_task: Optional[str], train_file: Optional[str], dev_task: Optional[str],
+               dev_file: Optional[str], dev_fraction: float, seed: int,
+               data_dir: Optional[str]) -> tuple[TaskSpec, Optional[TaskSpec]]:
+    """(train spec, dev spec or None) from task names or executed files.
+
+    Training data without a dev task or file is split: a seeded `dev_fraction` slice of its
+    problems becomes the dev set (checkpoint selection), the rest trains (fold tasks are not split
+    again: they have ``..._fold{i}_dev``). Dev and train problems
+    must be disjoint (a UserError says how many are shared)."""
+    _one_of(train_task, train_file, "train", required=True)
+    _one_of(dev_task, dev_file, "dev", required=False)
+    spec = file_spec(train_file) if train_file is not None else resolve_task(train_task, data_dir)
+    if dev_task is None and dev_file is None:
+        if dev_fraction <= 0 or spec.fold is not None or spec.fold_role is not None:
+            return spec, None  # fold tasks name their dev slice: ..._fold{i}_dev
+        split = dict(fold_role=None, dev_fraction=dev_fraction, fold_seed=seed)
+        return (dataclasses.replace(spec, **{**split, "fold_role": "train"}, name=f"{spec.name}:train"),
+                dataclasses.replace(spec, **{**split, "fold_role": "dev"}, name=f"{spec.name}:dev"))
+    dev = file_spec(dev_file) if dev_file is not None else resolve_task(dev_task, data_dir)
+    if dev is not None:
+        shared = _ids(spec) & _ids(dev)
+        if shared:
+            raise UserError(f"dev data {dev.name} shares {len(shared)} problems with the training data "
+                            f"{spec.name} (e.g. {sorted(shared)[0]!r}): checkpoints must be selected on "
+                            "problems the verifier does not train on")
+    return spec, dev
+
+
+def _ids(spec: TaskSpec) -> frozenset[str]:
+    from lever_jax.inputs.examples import file_problem_ids
+
+    selected = spec.selected_ids()
+    return selected if selected is not None else frozenset(file_problem_ids(spec.path))
+
+
+def configured_model(model: Verifier, tok: TextTokenizer, dtype: Optional[str] = None) -> Verifier:
+    """The model the gin files name, fitted to the vocabulary, logged with its parameter count."""
+    model = fit_vocabulary(model, tok)
+    log.info("model: %s; %s parameters; vocabulary %r (%d ids)", describe_model(model),
+             f"{count_parameters(model):,}", tok.spec, tok.vocab_size)
+    return model
+
+
+def _open_checkpoints(ckpt: Checkpointer, trainer: Trainer, seed: int, num_problems: int,
+                      init_params: Optional[str], model: Verifier) -> tuple[int, Any]:
+    """(start step, state): the latest checkpoint's, else a fresh (optionally pretrained) init."""
+    start = ckpt.latest_step()
+    if start is not None:
+        state, data = ckpt.restore(start, trainer.abstract_state())
+        if int(data.get("seed", seed)) != seed or int(data.get("num_problems", num_problems)) != num_problems:
+            log.warning("resuming with a different seed or data (%s); the run will not replay exactly", data)
+        log.info("resumed from step %d", start)
+        return start, state
+    state = trainer.init_state(seed)
+    source = init_params or getattr(model, "pretrained", None)  # train.init_params, else the model file's PRETRAINED
+    if source:
+        state = state.replace(params=_pretrained(model, source, state.params, trainer.param_shardings))
+    return 0, state
 
 
 @gin.configurable(module="lever_jax.training.runs", denylist=["argv_note"])
 def train(
     model_dir: str = gin.REQUIRED,
-    train_task: str = gin.REQUIRED,
     train_steps: int = gin.REQUIRED,
     model: Any = None,
-    eval_task: Optional[str] = None,
+    train_task: Optional[str] = None,
+    train_file: Optional[str] = None,
+    dev_task: Optional[str] = None,
+    dev_file: Optional[str] = None,
+    dev_fraction: float = 0.1,
     task_feature_lengths: Optional[Mapping[str, int]] = None,
     inputs_length: Optional[int] = None,
     problems_per_batch: int = 1,
@@ -140,118 +260,162 @@ def train(
 ) -> dict[str, Any]:
     """Train (or resume) and return the last logged record. See the module docstring.
 
-    ``data_dir``: where task files are looked up first (``<dataset>/<split>.executed.jsonl.gz``;
+    ``data_dir``: where task names are looked up first (``<dataset>/<split>.executed.jsonl.gz``;
     default: gin ``discover_specs.data_dir`` / ``$LEVER_JAX_DATA_DIR``, then the bundled pools)."""
     length = _inputs_length(task_feature_lengths, inputs_length)
     if pipeline not in ("numpy", "seqio"):
-        raise ValueError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
+        raise UserError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
+    if pipeline == "seqio" and (add_gold or data_dir or train_file or dev_file):
+        raise UserError("train.pipeline='seqio' reads registered SeqIO tasks only: train.add_gold, "
+                        "train.data_dir and TRAIN_FILE / DEV_FILE need pipeline='numpy'")
+    spec, dev_spec = data_specs(train_task, train_file, dev_task, dev_file, dev_fraction, seed, data_dir)
     model_dir_path = Path(model_dir)
     lead = jax.process_index() == 0
     tok = get_vocabulary()
-    model = model if model is not None else build_model(vocabulary=tok)
+    model = configured_model(model, tok)
     mesh, rules = make_partitioning()
     data_size = mesh.shape["data"]
     if problems_per_batch % (data_size * accum_steps):
-        raise ValueError(f"train.problems_per_batch={problems_per_batch} must be a multiple of the "
-                         f"mesh 'data' size ({data_size}) x accum_steps ({accum_steps})")
+        raise UserError(f"BATCH_SIZE (train.problems_per_batch) = {problems_per_batch} must be a multiple of "
+                        f"the mesh 'data' size ({data_size}) x ACCUM_STEPS ({accum_steps})")
     trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout)
     log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d",
              dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps)
 
     t0 = time.time()
     if pipeline == "numpy":
-        problems = numpy_problems(resolve_task(train_task, data_dir), tok, length, add_gold=add_gold,
-                                  max_problems=max_train_problems)
+        problems = numpy_problems(spec, tok, length, add_gold=add_gold, max_problems=max_train_problems)
     else:
         problems = seqio_problems(train_task, length, max_problems=max_train_problems)
     batcher = TrainBatcher(problems, tok, length, problems_per_batch, candidates_per_problem, seed,
                            tokens_key=model.tokens_key,
                            host_rows=partitioning.host_batch_slice(problems_per_batch))
     eval_set = None
-    if eval_task:
-        eval_set = load_eval_set(resolve_task(eval_task, data_dir), tok, length, max_problems=max_eval_problems)
-    log.info("inputs ready in %.1fs: %d train problems%s", time.time() - t0, batcher.num_problems,
-             f", {eval_set.num_problems} eval problems" if eval_set else "")
+    if dev_spec is not None:
+        eval_set = load_eval_set(dev_spec, tok, length, max_problems=max_eval_problems)
+    log.info("inputs ready in %.1fs: %d train problems (%s)%s", time.time() - t0, batcher.num_problems, spec.name,
+             f", {eval_set.num_problems} dev problems ({dev_spec.name})" if eval_set else ", no dev set")
 
     ckpt = Checkpointer(model_dir_path, keep_latest=keep_checkpoints, keep_best=keep_best,
                         best_metric=best_metric if eval_set is not None else None,
                         async_save=async_checkpoints)
-    start = ckpt.latest_step()
-    if start is not None:
-        state, data = ckpt.restore(start, trainer.abstract_state())
-        if int(data.get("seed", seed)) != seed or int(data.get("num_problems", batcher.num_problems)) != batcher.num_problems:
-            log.warning("resuming with a different seed or data (%s); the run will not replay exactly", data)
-        log.info("resumed from step %d", start)
-    else:
-        start = 0
-        state = trainer.init_state(seed)
-        if init_params:
-            state = state.replace(params=_pretrained(model, init_params, state.params,
-                                                     trainer.param_shardings))
+    start, state = _open_checkpoints(ckpt, trainer, seed, batcher.num_problems, init_params, model)
     writer = MetricsWriter(model_dir_path, resume_step=start if start else None, enabled=lead)
     if lead:
         (model_dir_path / "config.gin").write_text(gin.operative_config_str() + argv_note)
-
-    eval_every = eval_every or checkpoint_every
-    record: dict[str, Any] = {}
-    bar = None
-    if progress_bar and lead:
-        from tqdm import tqdm
-
-        bar = tqdm(total=train_steps, initial=start, unit="step", dynamic_ncols=True, file=sys.stderr)
-    interval_start, interval_examples, interval_steps = time.time(), 0.0, 0
-    pending: list[Any] = []
+    loop = _Loop(trainer, batcher, eval_set, writer, ckpt, problems_per_batch, log_every, checkpoint_every,
+                 eval_every or checkpoint_every, eval_batch_size, gen_normalize, best_metric)
     try:
-        for step in range(start, train_steps):
-            state, metrics = trainer.train_step(state, batcher.host_batch(step))
-            pending.append(metrics["num_candidates"])
-            interval_steps += 1
-            done = step + 1
-            is_last = done == train_steps
-            do_eval = eval_set is not None and (done % eval_every == 0 or is_last)
-            do_log = done % log_every == 0 or is_last or do_eval
-            do_ckpt = done % checkpoint_every == 0 or is_last or do_eval
-            if bar is not None:
-                bar.update(1)
-            if do_log:
-                values = jax.device_get(metrics)
-                interval_examples += float(np.sum(jax.device_get(pending)))
-                pending = []
-                elapsed = max(time.time() - interval_start, 1e-9)
-                record = {k: float(v) for k, v in values.items()}
-                record["steps_per_sec"] = interval_steps / elapsed
-                record["examples_per_sec"] = interval_examples / elapsed
-                record["problems_per_sec"] = interval_steps * problems_per_batch / elapsed
-                record["epoch"] = done * problems_per_batch / batcher.num_problems
-                eval_metrics = None
-                if do_eval:
-                    t_eval = time.time()
-                    eval_metrics = _eval_metrics(trainer, state.params, eval_set, eval_batch_size,
-                                                 gen_normalize)
-                    record.update({f"eval/{k}": v for k, v in eval_metrics.items()})
-                    record["eval/seconds"] = time.time() - t_eval
-                record = writer.write(done, record)
-                if bar is not None:
-                    bar.set_postfix(loss=f"{record['loss']:.4f}", steps_s=f"{record['steps_per_sec']:.2f}",
-                                    ex_s=f"{record['examples_per_sec']:.1f}", refresh=False)
-                interval_start, interval_examples, interval_steps = time.time(), 0.0, 0
-            if do_ckpt:
-                position = batcher.position(done)
-                position["rng"] = np.asarray(jax.device_get(state.rng)).tolist()
-                ckpt.save(done, state, position, metrics=eval_metrics if do_eval else None)
+        return loop.run(state, start, train_steps, progress_bar and lead)
     finally:
-        if bar is not None:
-            bar.close()
         ckpt.close()
         writer.close()
-    return record
+
+
+class _Loop:
+    """The host training loop: steps, periodic logging, dev evaluation and checkpoints."""
+
+    def __init__(self, trainer: Trainer, batcher: TrainBatcher, eval_set: Any, writer: MetricsWriter,
+                 ckpt: Checkpointer, problems_per_batch: int, log_every: int, checkpoint_every: int,
+                 eval_every: int, eval_batch_size: int, gen_normalize: Optional[str], best_metric: str) -> None:
+        self.trainer, self.batcher, self.eval_set, self.writer, self.ckpt = trainer, batcher, eval_set, writer, ckpt
+        self.problems_per_batch, self.log_every, self.checkpoint_every = problems_per_batch, log_every, checkpoint_every
+        self.eval_every, self.eval_batch_size, self.gen_normalize = eval_every, eval_batch_size, gen_normalize
+        self.best_metric = best_metric
+
+    def run(self, state: Any, start: int, train_steps: int, progress: bool) -> dict[str, Any]:
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=train_steps, initial=start, unit="step", dynamic_ncols=True, file=sys.stderr,
+                       disable=not sys.stderr.isatty())
+        record: dict[str, Any] = {}
+        self._interval = (time.time(), 0.0, 0)
+        pending: list[Any] = []
+        try:
+            for step in range(start, train_steps):
+                state, metrics = self.trainer.train_step(state, self.batcher.host_batch(step))
+                pending.append(metrics["num_candidates"])
+                t_start, examples, steps = self._interval
+                self._interval = (t_start, examples, steps + 1)
+                done = step + 1
+                is_last = done == train_steps
+                do_eval = self.eval_set is not None and (done % self.eval_every == 0 or is_last)
+                if bar is not None:
+                    bar.update(1)
+                if done % self.log_every == 0 or is_last or do_eval:
+                    record = self._log(done, metrics, pending, state, do_eval)
+                    pending = []
+                    if bar is not None:
+                        bar.set_postfix(loss=f"{record['loss']:.4f}", steps_s=f"{record['steps_per_sec']:.2f}",
+                                        refresh=False)
+                if done % self.checkpoint_every == 0 or is_last or do_eval:
+                    self._save(done, state, record if do_eval else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        return record
+
+    def _log(self, done: int, metrics: Any, pending: list[Any], state: Any, do_eval: bool) -> dict[str, Any]:
+        t_start, examples, steps = self._interval
+        values = jax.device_get(metrics)
+        examples += float(np.sum(jax.device_get(pending)))
+        elapsed = max(time.time() - t_start, 1e-9)
+        record = {k: float(v) for k, v in values.items()}
+        record["steps_per_sec"] = steps / elapsed
+        record["examples_per_sec"] = examples / elapsed
+        record["problems_per_sec"] = steps * self.problems_per_batch / elapsed
+        record["epoch"] = done * self.problems_per_batch / self.batcher.num_problems
+        if do_eval:
+            t_eval = time.time()
+            dev = _eval_metrics(self.trainer, state.params, self.eval_set, self.eval_batch_size, self.gen_normalize)
+            record.update({f"eval/{k}": v for k, v in dev.items()})
+            record["eval/seconds"] = time.time() - t_eval
+            log.info("step %d: dev %s = %.4f (binary_acc %.4f, %d problems, %.1fs)", done, self.best_metric,
+                     dev.get(self.best_metric, float("nan")), dev.get("binary_acc", float("nan")),
+                     self.eval_set.num_problems, record["eval/seconds"])
+        record = self.writer.write(done, record)
+        self._interval = (time.time(), 0.0, 0)
+        return record
+
+    def _save(self, done: int, state: Any, record: Optional[dict[str, Any]]) -> None:
+        position = self.batcher.position(done)
+        position["rng"] = np.asarray(jax.device_get(state.rng)).tolist()
+        dev = None if record is None else {k[len("eval/"):]: v for k, v in record.items() if k.startswith("eval/")}
+        self.ckpt.save(done, state, position, metrics=dev)
+        log.info("step %d: checkpoint saved under %s%s", done, self.ckpt.directory,
+                 "" if dev is None else f" ({self.best_metric} {dev.get(self.best_metric, float('nan')):.4f})")
+
+
+def _restore_for_eval(model_dir: str, trainer: Trainer, best_metric: str, checkpoint_step: Any) -> tuple[int, Any]:
+    ckpt = Checkpointer(model_dir, best_metric=best_metric, read_only=True)
+    try:
+        if checkpoint_step in ("best", None):
+            step = ckpt.best_step()
+            if step is None:
+                step = ckpt.latest_step()
+                if step is not None:
+                    log.warning("no dev-evaluated checkpoint under %s: using the latest (step %s)", model_dir, step)
+        elif checkpoint_step == "latest":
+            step = ckpt.latest_step()
+        else:
+            step = int(checkpoint_step)
+        if step is None:
+            raise UserError(f"no checkpoint under {ckpt.directory} (train first, with the same MODEL_DIR)")
+        state, _ = ckpt.restore(step, trainer.abstract_state())
+    finally:
+        ckpt.close()
+    return step, state
 
 
 @gin.configurable(module="lever_jax.training.runs")
 def evaluate(
     model_dir: str = gin.REQUIRED,
-    eval_task: str = gin.REQUIRED,
     model: Any = None,
+    eval_task: Optional[str] = None,
+    eval_file: Optional[str] = None,
+    output: Optional[str] = None,
     task_feature_lengths: Optional[Mapping[str, int]] = None,
     inputs_length: Optional[int] = None,
     checkpoint_step: Any = "best",
@@ -263,59 +427,52 @@ def evaluate(
     max_eval_problems: Optional[int] = None,
     data_dir: Optional[str] = None,
 ) -> dict[str, Any]:
-    """Score every candidate of `eval_task` with a checkpoint ('best' by `best_metric` among the
-    evaluated steps, 'latest' or a step number) and
-    write, atomically, OUTPUT_DIR/<task>.scores.json (per problem: candidates' gen_logprob,
-    verifier_logprob, group, final score; every method's choice) and <task>.metrics.json.
+    """Score every candidate of `eval_task` or `eval_file` with a checkpoint ('best' by
+    `best_metric` among the dev-evaluated steps, 'latest' or a step number) and write, atomically,
+    the scores file (`output`, default OUTPUT_DIR/<task>.scores.json; per problem every candidate's
+    gen_logprob, verifier_logprob, group, final score and every method's choice: the schema
+    `lever-jax rerank --verifier-scores` reads) and the metrics next to it (<name>.metrics.json).
     `optimizer` must match training's (it shapes the restored state): use the same gin files."""
     from lever_jax.data.jsonl import write_json
     from lever_jax.rerank.scores_file import default_gen_normalize, score_records
 
+    _one_of(eval_task, eval_file, "eval", required=True)
     length = _inputs_length(task_feature_lengths, inputs_length)
+    spec = file_spec(eval_file) if eval_file is not None else resolve_task(eval_task, data_dir)
     tok = get_vocabulary()
-    model = model if model is not None else build_model(vocabulary=tok)
+    model = configured_model(model, tok)
     mesh, rules = make_partitioning()
     trainer = Trainer(model, optimizer, 1, mesh, rules, length)
-    ckpt = Checkpointer(model_dir, best_metric=best_metric, read_only=True)
-    try:
-        if checkpoint_step in ("best", None):
-            step = ckpt.best_step()
-        elif checkpoint_step == "latest":
-            step = ckpt.latest_step()
-        else:
-            step = int(checkpoint_step)
-        if step is None:
-            raise FileNotFoundError(f"no checkpoint under {ckpt.directory} (train first)")
-        state, _ = ckpt.restore(step, trainer.abstract_state())
-    finally:
-        ckpt.close()
-    spec = resolve_task(eval_task, data_dir)
+    step, state = _restore_for_eval(model_dir, trainer, best_metric, checkpoint_step)
     eval_set = load_eval_set(spec, tok, length, max_problems=max_eval_problems)
     t0 = time.time()
     scores = trainer.score_tokens(state.params, eval_set.tokens, eval_batch_size)
     seconds = time.time() - t0
     norm = gen_normalize or default_gen_normalize(eval_set.dataset)
     metrics = compute_metrics(eval_set, scores, norm)
-    metrics.update({"checkpoint_step": step, "task": eval_task, "gen_normalize": norm,
-                    "score_seconds": seconds,
+    name = eval_task or Path(eval_file).name.split(".")[0]
+    metrics.update({"checkpoint_step": step, "task": spec.name, "gen_normalize": norm, "score_seconds": seconds,
                     "candidates_per_sec": float(len(eval_set.tokens) / max(seconds, 1e-9))})
-    out = Path(output_dir) if output_dir else Path(model_dir) / "eval"
+    scores_path = Path(output) if output else (Path(output_dir) if output_dir else Path(model_dir) / "eval") / f"{name}.scores.json"
+    metrics_path = scores_path.with_name(scores_path.name.replace(".scores.json", "").replace(".json", "") + ".metrics.json")
     if jax.process_index() == 0:
         records = score_records(eval_set, scores, norm)
-        write_json(out / f"{eval_task}.scores.json",
-                   {"task": eval_task, "checkpoint_step": step, "gen_normalize": norm,
-                    "methods": list(records[0]["choice"]) if records else [], "problems": records},
+        write_json(scores_path, {"task": spec.name, "checkpoint_step": step, "gen_normalize": norm,
+                                 "methods": list(records[0]["choice"]) if records else [], "problems": records},
                    indent=None)
-        write_json(out / f"{eval_task}.metrics.json", metrics)
-    log.info("evaluated step %d on %s: %s", step, eval_task,
-             {k: round(v, 4) for k, v in metrics.items() if isinstance(v, float)})
+        write_json(metrics_path, metrics)
+        log.info("evaluated step %d on %s (%d problems): wrote %s and %s", step, spec.name,
+                 eval_set.num_problems, scores_path, metrics_path)
+    log.info("metrics: %s", {k: round(v, 4) for k, v in metrics.items() if isinstance(v, float)})
     return metrics
 
 
 def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The t5x-style flags shared by `lever-jax train/eval` and `python -m lever_jax.{train,evaluate}`."""
+    """The t5x-style flags of `lever-jax train/eval` and `python -m lever_jax.training.{train,evaluate}`,
+    plus data flags: train --train_file/--dev_file, eval --input/--output (shorthands for the
+    TRAIN_FILE / DEV_FILE / EVAL_FILE macros and `evaluate.output`)."""
     parser.add_argument("--gin_file", action="append", default=[],
-                        help="gin config file (repeatable; later files override earlier ones)")
+                        help="gin config file (repeatable; run, model and task files in any order)")
     parser.add_argument("--gin_bindings", action="append", default=[],
                         help="gin binding 'NAME=VALUE' (repeatable; applied after the files)")
     parser.add_argument("--gin_search_paths", action="append", default=[],
@@ -323,16 +480,57 @@ def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--distributed", action="store_true",
                         help="call jax.distributed.initialize() first (multi-host TPU/GPU)")
     parser.add_argument("--log_level", default="INFO")
+    if "eval" in parser.prog:
+        parser.add_argument("--input", default=None, help="executed JSONL(.gz) file to score (sets EVAL_FILE)")
+        parser.add_argument("--output", default=None, help="scores JSON to write (metrics go beside it)")
+    else:
+        parser.add_argument("--train_file", default=None, help="executed file to train on (sets TRAIN_FILE)")
+        parser.add_argument("--dev_file", default=None, help="executed file for checkpoint selection (DEV_FILE)")
     return parser
 
 
+def data_bindings(args: argparse.Namespace) -> list[str]:
+    """Gin bindings for the data flags (after the files, before --gin_bindings)."""
+    out = []
+    for flag, macro, task_macro in (("train_file", "TRAIN_FILE", "MIXTURE_OR_TASK_NAME"),
+                                    ("dev_file", "DEV_FILE", "DEV_MIXTURE_OR_TASK_NAME"),
+                                    ("input", "EVAL_FILE", "EVAL_MIXTURE_OR_TASK_NAME")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            out += [f"{macro} = {str(value)!r}", f"{task_macro} = None"]
+    if getattr(args, "output", None):
+        out.append(f"evaluate.output = {args.output!r}")
+    return out
+
+
+def gin_search_paths(extra: list[str] = ()) -> list[Path]:
+    """Where gin files and includes are resolved: cwd, the checkout (editable install) or the
+    installed package (which ships gin_configs/), then --gin_search_paths."""
+    roots = [Path.cwd()]
+    roots += [root for root in (REPO_ROOT, PACKAGE_ROOT) if (root / "gin_configs").is_dir()]
+    return roots + [Path(p) for p in extra]
+
+
 def parse_gin(args: argparse.Namespace) -> None:
-    """Resolve gin files against cwd, --gin_search_paths and the repo root; parse them."""
-    for path in [Path.cwd(), REPO_ROOT, *map(Path, args.gin_search_paths)]:
+    """Parse the gin files and bindings; a gin mistake becomes a one-line UserError."""
+    for path in gin_search_paths(args.gin_search_paths):
         gin.add_config_file_search_path(str(path))
     if not args.gin_file:
-        raise SystemExit("at least one --gin_file is required (e.g. gin_configs/runs/smoke.gin)")
-    gin.parse_config_files_and_bindings(args.gin_file, args.gin_bindings)
+        raise UserError("at least one --gin_file is required (e.g. gin_configs/runs/smoke.gin)")
+    bindings = data_bindings(args) + list(args.gin_bindings)
+    try:
+        gin.parse_config_files_and_bindings(args.gin_file, bindings)
+    except Exception as err:  # gin raises ValueError / KeyError / IOError / its ParseError
+        raise gin_error(err) from None
+
+
+def gin_error(err: BaseException) -> UserError:
+    """One line from a gin parse or binding error (gin's messages span many lines)."""
+    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    where = next((line for line in lines if line.startswith("In file") or "line " in line), "")
+    head = lines[0] if lines else type(err).__name__
+    return UserError(f"gin: {head}" + (f" ({where})" if where and where != head else ""))
 
 
 class _DropOrbaxNoise(logging.Filter):
