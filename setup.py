@@ -37,9 +37,16 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     python_requires=">=3.10",
-    packages=find_packages(include=["lever_jax", "lever_jax.*", "tasks", "tasks.*"]),
+    # gin_configs/ (top level, as the design card says) ships inside the package as
+    # lever_jax/gin_configs/, where lever_jax.training.runs.gin_search_paths finds it after a
+    # non-editable install; in a checkout the top-level folder is used.
+    packages=find_packages(include=["lever_jax", "lever_jax.*", "tasks", "tasks.*"])
+    + ["lever_jax.gin_configs", "lever_jax.gin_configs.models", "lever_jax.gin_configs.runs",
+       "lever_jax.gin_configs.tasks"],
+    package_dir={"lever_jax.gin_configs": "gin_configs"},
     include_package_data=True,
-    package_data={"lever_jax": ["data/bundled/**/*", "data/bundled/*"]},
+    package_data={"lever_jax": ["data/bundled/**/*", "data/bundled/*"],
+                  "lever_jax.gin_configs": ["*/*.gin"]},
     install_requires=CORE,
     extras_require={
         "seqio": SEQIO,

@@ -1,6 +1,7 @@
 """`lever-jax run`: the end-to-end LEVER job -- execute, cross-fit the verifier, rerank, report.
 
     lever-jax run [--gin_file gin_configs/runs/demo.gin] [--quick] [--out DIR] [--ablation A]
+    lever-jax run --input my.samples.jsonl [--gin_file ...]     # your own samples or executed file
 
 Default: gin_configs/runs/demo.gin on the bundled GSM8k code-davinci-002 pool into results/demo;
 --quick uses gin_configs/runs/demo_quick.gin (a smoke run for CI). Writes DIR/report.md,
@@ -13,7 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from lever_jax.data.errors import UserError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gin_file", action="append", default=None, help="gin config(s) (default runs/demo.gin)")
     p.add_argument("--gin_bindings", action="append", default=[], help="extra gin bindings 'NAME=VALUE'")
-    p.add_argument("--quick", action="store_true", help="smoke setting: runs/demo_quick.gin")
+    p.add_argument("--quick", action="store_true", help="smoke setting: runs/demo_quick.gin (not with --gin_file)")
+    p.add_argument("--input", default=None, help="your samples or executed file (RunConfig.input) instead of the pool")
     p.add_argument("--out", default=None, help="run directory (default results/demo or results/demo_quick)")
     p.add_argument("--ablation", default=None,
                    choices=("none", "no_exec", "no_program", "no_gen_prob", "no_agg"),
@@ -33,11 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def resolve_gin_file(name: str) -> str:
-    """A gin file path as given, or relative to the repository root."""
-    for candidate in (Path(name), REPO_ROOT / name):
-        if candidate.exists():
+    """A gin file path as given, or relative to the checkout / the installed package."""
+    from lever_jax.training.runs import gin_search_paths
+
+    for root in ["", *gin_search_paths()]:
+        candidate = Path(root) / name if root else Path(name)
+        if candidate.is_file():
             return str(candidate)
-    raise FileNotFoundError(f"gin file not found: {name}")
+    raise UserError(f"gin file not found: {name}")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -45,9 +50,16 @@ def main(args: argparse.Namespace) -> int:
 
     from lever_jax.pipeline import run as run_lib
 
+    from lever_jax.training.runs import gin_error, gin_search_paths
+
+    if args.quick and args.gin_file:
+        raise UserError("--quick selects gin_configs/runs/demo_quick.gin; with --gin_file, include that file "
+                        "or set RunConfig.max_problems yourself")
     default = "gin_configs/runs/demo_quick.gin" if args.quick else "gin_configs/runs/demo.gin"
     files = [resolve_gin_file(f) for f in (args.gin_file or [default])]
     bindings = list(args.gin_bindings)
+    if args.input:
+        bindings.append(f"RunConfig.input = {str(Path(args.input).resolve())!r}")
     if args.ablation:
         bindings.append(f"RunConfig.ablation = '{args.ablation}'")
     if args.max_problems is not None:
@@ -55,8 +67,12 @@ def main(args: argparse.Namespace) -> int:
     if args.no_progress:
         bindings.append("RunConfig.progress = False")
     gin.clear_config()
-    gin.add_config_file_search_path(str(REPO_ROOT))
-    gin.parse_config_files_and_bindings(files, bindings)
+    for root in gin_search_paths():
+        gin.add_config_file_search_path(str(root))
+    try:
+        gin.parse_config_files_and_bindings(files, bindings)
+    except Exception as err:  # gin's parse / binding errors: one line for the user
+        raise gin_error(err) from None
     out = args.out or ("results/demo_quick" if args.quick else "results/demo")
     argv = sys.argv[1:]
     command = "lever-jax " + " ".join(shlex.quote(a) for a in argv) if argv[:1] == ["run"] \

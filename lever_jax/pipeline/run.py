@@ -24,7 +24,7 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 import gin
 import numpy as np
@@ -34,6 +34,7 @@ from lever_jax.pipeline import gsm8k_features
 from lever_jax.training import checkpoints  # noqa: F401 (gin registration before parsing)
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.bundled import bundled_path
+from lever_jax.data.errors import UserError
 from lever_jax.data.folds import assign_folds, fold_rows
 from lever_jax.data.jsonl import read_problems, write_json, write_problems
 from lever_jax.data.schema import Problem
@@ -61,6 +62,7 @@ class RunConfig:
     """Everything a run depends on (written to DIR/run_config.json)."""
 
     pool: str = "gsm8k_code002"
+    input: Optional[str] = None  # your own samples or executed file (docs/data_format.md) instead of a pool
     max_problems: Optional[int] = None  # first N problems (quick runs)
     num_folds: int = 5
     fold_seed: int = 0
@@ -88,44 +90,69 @@ def _log(msg: str) -> None:
 
 # ------------------------------------------------------------------------------------ 1 execute
 def load_pool(cfg: RunConfig, out: Path) -> list[Problem]:
-    """Executed problems of the pool (executing them first when the pool ships only samples)."""
+    """Executed problems of the run: the user's file (``RunConfig.input``: executed as is, or a
+    samples file executed first) or a bundled pool (executed first when it ships only samples)."""
+    if cfg.input is not None:
+        return _load_input(cfg, out)
     spec = POOLS.get(cfg.pool)
     if spec is None:
-        raise ValueError(f"unknown pool {cfg.pool!r}; known: {', '.join(POOLS)}")
-
-    def head(problems):
-        for i, p in enumerate(problems):
-            if cfg.max_problems is not None and i >= cfg.max_problems:
-                return
-            yield p
-
+        raise UserError(f"unknown pool {cfg.pool!r}; known: {', '.join(POOLS)} (or RunConfig.input = FILE)")
     if "samples" not in spec or not cfg.execute:
         path = bundled_path(*spec["executed"]) if "executed" in spec else \
             bundled_path(spec["samples"][0], spec["samples"][1].replace(".samples.", ".executed."))
         _log(f"reading executed pool {path} (bundled executed file; nothing is executed)")
-        return list(head(read_problems(path, require_execution=True)))
-    samples = bundled_path(*spec["samples"])
-    target = Path(cfg.executed_dir or out / "executed") / f"{cfg.pool}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
-    stamp = target.with_suffix(".json")
-    key = {"samples": str(samples), "size": samples.stat().st_size, "max_problems": cfg.max_problems,
-           "timeout": cfg.execution_timeout_s}
-    if target.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
-        _log(f"execution: reusing {target}")
-        return list(read_problems(target, require_execution=True))
+        return list(_head(read_problems(path, require_execution=True), cfg.max_problems))
+    return _execute(cfg, out, bundled_path(*spec["samples"]), spec["dataset"], cfg.pool)
+
+
+def _head(problems: Iterable[Problem], n: Optional[int]) -> Iterator[Problem]:
+    for i, p in enumerate(problems):
+        if n is not None and i >= n:
+            return
+        yield p
+
+
+def _load_input(cfg: RunConfig, out: Path) -> list[Problem]:
+    """The user's file: an executed file is used as is; a samples file is executed first."""
+    path = Path(cfg.input)
+    if not path.is_file():
+        raise UserError(f"RunConfig.input: {path}: " + ("is a directory" if path.is_dir() else "no such file"))
+    first = next(iter(read_problems(path)), None)
+    if first is None:
+        raise UserError(f"RunConfig.input: {path}: the file has no problems")
+    if all(c.execution is not None for c in first.candidates):
+        _log(f"reading executed file {path} (nothing is executed)")
+        return list(_head(read_problems(path, require_execution=True), cfg.max_problems))
+    return _execute(cfg, out, path, first.dataset, path.name.split(".")[0])
+
+
+def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str) -> list[Problem]:
+    """Execute a samples file in the sandbox (cached); the executed file is reused while its stamp
+    (samples file, executor version, limits, problem count) matches."""
     from lever_jax.execution.base import Limits
     from lever_jax.execution.cache import ExecutionCache
     from lever_jax.execution.registry import get_executor
     from lever_jax.execution.runner import RunStats, execute_problems
     from lever_jax.execution.sandbox import Sandbox
 
+    executor = get_executor(dataset)
     limits = dataclasses.replace(Limits(), timeout_s=cfg.execution_timeout_s,
                                  cpu_s=max(1, int(cfg.execution_timeout_s + 0.999)))
+    target = Path(cfg.executed_dir or out / "executed") / f"{name}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
+    stamp = target.with_suffix(".json")
+    st = samples.stat()
+    key = {"samples": str(samples.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+           "max_problems": cfg.max_problems, "executor": f"{executor.dataset}:{executor.version}",
+           "limits": dataclasses.asdict(limits)}
+    if target.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
+        _log(f"execution: reusing {target}")
+        return list(read_problems(target, require_execution=True))
     stats = RunStats()
     cache = ExecutionCache(cfg.execution_cache_dir)
     t0 = time.time()
     try:
         with Sandbox(workers=cfg.execution_workers, limits=limits) as sandbox:
-            executed = list(execute_problems(head(read_problems(samples)), get_executor(spec["dataset"]), sandbox,
+            executed = list(execute_problems(_head(read_problems(samples), cfg.max_problems), executor, sandbox,
                                              cache, progress=cfg.progress, stats=stats))
     finally:
         cache.close()
@@ -303,14 +330,14 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     timings["report_s"] = time.time() - t
     timings["total_s"] = time.time() - t_start
     doc = {
-        "pool": cfg.pool, "ablation": cfg.ablation, "problems": len(problems), "distinct_programs": n_cand,
+        "pool": _pool_name(cfg), "ablation": cfg.ablation, "problems": len(problems), "distinct_programs": n_cand,
         "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
         "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
     }
     write_json(out / "metrics.json", doc)
     write_json(out / "scores.json", report.scores_json(arrays, table, ver))
-    plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{cfg.pool}: accuracy vs k")
-    plots.reliability_diagram(rel, out / "reliability.png", title=f"{cfg.pool}: verifier P(yes)")
+    plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{_pool_name(cfg)}: accuracy vs k")
+    plots.reliability_diagram(rel, out / "reliability.png", title=f"{_pool_name(cfg)}: verifier P(yes)")
     (out / "config.gin").write_text(gin_text or gin.operative_config_str(), encoding="utf-8")
     write_report(out / "report.md", doc, table, settings)
     _log(f"wrote {out}/report.md, metrics.json, scores.json, accuracy_vs_k.png, reliability.png "
@@ -326,6 +353,9 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, pr
     feats = pool_features(problems, arrays.shape[1], features,
                           cfg.features_dir or out / "features", progress=cfg.progress)
     if head.use_candidate_features:
+        if any(p.dataset != "gsm8k" for p in problems):
+            raise UserError("HeadConfig.use_candidate_features: the hand-crafted candidate features are GSM8k's; "
+                            "set HeadConfig.use_candidate_features = False for other datasets")
         feats = dataclasses.replace(feats, candidate=gsm8k_features.pool_candidate_features(
             problems, arrays.shape[1]))
     timings["features_s"] = time.time() - t
@@ -345,7 +375,18 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, pr
 
 def _fold_key(cfg: RunConfig) -> dict[str, Any]:
     return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "dev_fraction": cfg.dev_fraction,
-            "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute}
+            "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute, "input": _input_key(cfg)}
+
+
+def _pool_name(cfg: RunConfig) -> str:
+    return cfg.pool if cfg.input is None else Path(cfg.input).name
+
+
+def _input_key(cfg: RunConfig) -> Optional[dict[str, Any]]:
+    if cfg.input is None:
+        return None
+    st = Path(cfg.input).stat()
+    return {"path": str(Path(cfg.input).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
@@ -375,7 +416,7 @@ def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: Candi
 
 def codet_row(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays) -> Optional[dict[str, float]]:
     """CodeT dual agreement from the shipped sample x generated-test pass matrix, when present."""
-    spec = POOLS[cfg.pool]
+    spec = POOLS[cfg.pool] if cfg.input is None else {}
     if "codet" not in spec:
         return None
     path = bundled_path(*spec["codet"])
