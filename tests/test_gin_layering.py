@@ -11,7 +11,7 @@ import pytest
 
 from lever_jax.data.errors import UserError
 from lever_jax.inputs.tokenizers import get_vocabulary
-from lever_jax.training import runs
+from lever_jax.training import launch, runs
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_FILES = sorted(p.name for p in (ROOT / "gin_configs" / "models").glob("*.gin"))
@@ -30,10 +30,10 @@ HF_COUNTS = {
 
 def parse(files: list[str], bindings: list[str] = (), command: str = "train") -> None:
     gin.clear_config()
-    parser = runs.add_flags(argparse.ArgumentParser(prog=f"lever-jax {command}"))
+    parser = launch.add_flags(argparse.ArgumentParser(prog=f"lever-jax {command}"))
     args = parser.parse_args([a for f in files for a in ("--gin_file", f)]
                              + [a for b in ["MODEL_DIR = '/tmp/unused'", *bindings] for a in ("--gin_bindings", b)])
-    runs.parse_gin(args)
+    launch.parse_gin(args)
 
 
 def value(binding: str):
@@ -107,10 +107,10 @@ def test_gin_mistakes_are_one_line_user_errors(tmp_path):
 
 
 def test_data_flags_become_file_bindings(tmp_path):
-    parser = runs.add_flags(argparse.ArgumentParser(prog="lever-jax eval"))
+    parser = launch.add_flags(argparse.ArgumentParser(prog="lever-jax eval"))
     args = parser.parse_args(["--input", "x.executed.jsonl", "--output", "s.json"])
-    assert runs.data_bindings(args) == ["EVAL_FILE = 'x.executed.jsonl'", "EVAL_MIXTURE_OR_TASK_NAME = None",
+    assert launch.data_bindings(args) == ["EVAL_FILE = 'x.executed.jsonl'", "EVAL_MIXTURE_OR_TASK_NAME = None",
                                         "evaluate.output = 's.json'"]
-    parser = runs.add_flags(argparse.ArgumentParser(prog="lever-jax train"))
+    parser = launch.add_flags(argparse.ArgumentParser(prog="lever-jax train"))
     args = parser.parse_args(["--train_file", "t.jsonl", "--dev_file", "d.jsonl"])
-    assert runs.data_bindings(args)[0] == "TRAIN_FILE = 't.jsonl'"
+    assert launch.data_bindings(args)[0] == "TRAIN_FILE = 't.jsonl'"

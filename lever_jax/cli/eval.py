@@ -7,7 +7,7 @@ NAME = "eval"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from lever_jax.training.runs import add_flags
+    from lever_jax.training.launch import add_flags
 
     p = subparsers.add_parser(NAME, help="evaluate a trained verifier from gin files (JSON scores)")
     add_flags(p)
@@ -15,6 +15,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from lever_jax.training.runs import run_evaluate
+    from lever_jax.training.launch import run_evaluate
 
     return run_evaluate(args)

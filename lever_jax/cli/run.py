@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def resolve_gin_file(name: str) -> str:
     """A gin file path as given, or relative to the checkout / the installed package."""
-    from lever_jax.training.runs import gin_search_paths
+    from lever_jax.training.launch import gin_search_paths
 
     for root in ["", *gin_search_paths()]:
         candidate = Path(root) / name if root else Path(name)
@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
 
     from lever_jax.pipeline import run as run_lib
 
-    from lever_jax.training.runs import gin_error, gin_search_paths
+    from lever_jax.training.launch import gin_error, gin_search_paths
 
     if args.quick and args.gin_file:
         raise UserError("--quick selects gin_configs/runs/demo_quick.gin; with --gin_file, include that file "

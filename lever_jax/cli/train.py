@@ -7,7 +7,7 @@ NAME = "train"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from lever_jax.training.runs import add_flags
+    from lever_jax.training.launch import add_flags
 
     p = subparsers.add_parser(NAME, help="train a LEVER verifier from gin files (resumes from MODEL_DIR)")
     add_flags(p)
@@ -15,6 +15,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from lever_jax.training.runs import run_train
+    from lever_jax.training.launch import run_train
 
     return run_train(args)

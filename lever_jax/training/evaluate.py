@@ -15,14 +15,14 @@ from typing import Optional, Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lever_jax.training.runs import add_flags
+    from lever_jax.training.launch import add_flags
 
     return add_flags(argparse.ArgumentParser(prog="python -m lever_jax.training.evaluate", description=__doc__,
                                              formatter_class=argparse.RawDescriptionHelpFormatter))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from lever_jax.training.runs import run_evaluate
+    from lever_jax.training.launch import run_evaluate
 
     return run_evaluate(build_parser().parse_args(argv))
 

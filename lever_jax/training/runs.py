@@ -24,7 +24,6 @@ each host then loads only its rows of every batch.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import math
@@ -50,8 +49,6 @@ from lever_jax.training.metric_sinks import MetricsWriter
 from lever_jax.training.trainer import OptimizerConfig, Trainer
 
 log = logging.getLogger("lever_jax.training.runs")
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # holds gin_configs/ in a non-editable install
 gin.external_configurable(OptimizerConfig, module="lever_jax.training.trainer")
 gin.external_configurable(LossConfig, module="lever_jax.models.configs")
 
@@ -465,104 +462,3 @@ def evaluate(
                  eval_set.num_problems, scores_path, metrics_path)
     log.info("metrics: %s", {k: round(v, 4) for k, v in metrics.items() if isinstance(v, float)})
     return metrics
-
-
-def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The t5x-style flags of `lever-jax train/eval` and `python -m lever_jax.training.{train,evaluate}`,
-    plus data flags: train --train_file/--dev_file, eval --input/--output (shorthands for the
-    TRAIN_FILE / DEV_FILE / EVAL_FILE macros and `evaluate.output`)."""
-    parser.add_argument("--gin_file", action="append", default=[],
-                        help="gin config file (repeatable; run, model and task files in any order)")
-    parser.add_argument("--gin_bindings", action="append", default=[],
-                        help="gin binding 'NAME=VALUE' (repeatable; applied after the files)")
-    parser.add_argument("--gin_search_paths", action="append", default=[],
-                        help="extra directories to resolve gin files and includes")
-    parser.add_argument("--distributed", action="store_true",
-                        help="call jax.distributed.initialize() first (multi-host TPU/GPU)")
-    parser.add_argument("--log_level", default="INFO")
-    if "eval" in parser.prog:
-        parser.add_argument("--input", default=None, help="executed JSONL(.gz) file to score (sets EVAL_FILE)")
-        parser.add_argument("--output", default=None, help="scores JSON to write (metrics go beside it)")
-    else:
-        parser.add_argument("--train_file", default=None, help="executed file to train on (sets TRAIN_FILE)")
-        parser.add_argument("--dev_file", default=None, help="executed file for checkpoint selection (DEV_FILE)")
-    return parser
-
-
-def data_bindings(args: argparse.Namespace) -> list[str]:
-    """Gin bindings for the data flags (after the files, before --gin_bindings)."""
-    out = []
-    for flag, macro, task_macro in (("train_file", "TRAIN_FILE", "MIXTURE_OR_TASK_NAME"),
-                                    ("dev_file", "DEV_FILE", "DEV_MIXTURE_OR_TASK_NAME"),
-                                    ("input", "EVAL_FILE", "EVAL_MIXTURE_OR_TASK_NAME")):
-        value = getattr(args, flag, None)
-        if value is not None:
-            out += [f"{macro} = {str(value)!r}", f"{task_macro} = None"]
-    if getattr(args, "output", None):
-        out.append(f"evaluate.output = {args.output!r}")
-    return out
-
-
-def gin_search_paths(extra: list[str] = ()) -> list[Path]:
-    """Where gin files and includes are resolved: cwd, the checkout (editable install) or the
-    installed package (which ships gin_configs/), then --gin_search_paths."""
-    roots = [Path.cwd()]
-    roots += [root for root in (REPO_ROOT, PACKAGE_ROOT) if (root / "gin_configs").is_dir()]
-    return roots + [Path(p) for p in extra]
-
-
-def parse_gin(args: argparse.Namespace) -> None:
-    """Parse the gin files and bindings; a gin mistake becomes a one-line UserError."""
-    for path in gin_search_paths(args.gin_search_paths):
-        gin.add_config_file_search_path(str(path))
-    if not args.gin_file:
-        raise UserError("at least one --gin_file is required (e.g. gin_configs/runs/smoke.gin)")
-    bindings = data_bindings(args) + list(args.gin_bindings)
-    try:
-        gin.parse_config_files_and_bindings(args.gin_file, bindings)
-    except Exception as err:  # gin raises ValueError / KeyError / IOError / its ParseError
-        raise gin_error(err) from None
-
-
-def gin_error(err: BaseException) -> UserError:
-    """One line from a gin parse or binding error (gin's messages span many lines)."""
-    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    where = next((line for line in lines if line.startswith("In file") or "line " in line), "")
-    head = lines[0] if lines else type(err).__name__
-    return UserError(f"gin: {head}" + (f" ({where})" if where and where != head else ""))
-
-
-class _DropOrbaxNoise(logging.Filter):
-    """Orbax warns on every save without metrics when best-tracking is on (periodic saves)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "did not provide metrics" not in record.getMessage()
-
-
-def setup(args: argparse.Namespace) -> None:
-    # force=True: absl (imported by orbax/tensorflow) may already have configured the root logger.
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
-    absl_logger = logging.getLogger("absl")
-    absl_logger.setLevel(logging.WARNING)
-    absl_logger.addFilter(_DropOrbaxNoise())
-    partitioning.maybe_initialize_distributed(args.distributed)
-    parse_gin(args)
-
-
-def run_train(args: argparse.Namespace) -> int:
-    setup(args)
-    record = train(argv_note=f"\n# flags: {' '.join(sys.argv[1:])}\n")
-    if jax.process_index() == 0:
-        shown = {k: v for k, v in record.items() if isinstance(v, float) and math.isfinite(v)}
-        print(" ".join(f"{k}={v:.4g}" for k, v in sorted(shown.items())))
-    return 0
-
-
-def run_evaluate(args: argparse.Namespace) -> int:
-    setup(args)
-    metrics = evaluate()
-    if jax.process_index() == 0:
-        print(" ".join(f"{k}={v:.4g}" for k, v in sorted(metrics.items()) if isinstance(v, float)))
-    return 0

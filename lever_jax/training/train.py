@@ -17,14 +17,14 @@ from typing import Optional, Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lever_jax.training.runs import add_flags
+    from lever_jax.training.launch import add_flags
 
     return add_flags(argparse.ArgumentParser(prog="python -m lever_jax.training.train", description=__doc__,
                                              formatter_class=argparse.RawDescriptionHelpFormatter))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from lever_jax.training.runs import run_train
+    from lever_jax.training.launch import run_train
 
     return run_train(build_parser().parse_args(argv))
 
