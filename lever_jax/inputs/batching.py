@@ -13,8 +13,8 @@ Two consumers:
 
 Token framing (both pipelines): ``[bos] + ids + [eos]`` where ``bos`` is the vocabulary's
 ``bos_id`` (``[CLS]`` for MiniLM, none for byte/SentencePiece), the middle cut to fit ``length``
-on the dataset's truncation side ('left' for Spider/WikiTQ, so the execution result survives;
-'right' otherwise), then right-padded with 0. The encoder-decoder target is a single token (the
+on the truncation side (right for every dataset, as LEVER; ``serialize_options.truncation``
+selects the older left cut for Spider/WikiTQ), then right-padded with 0. The encoder-decoder target is a single token (the
 first token of 'yes' / 'no'), plus EOS when ``targets_eos``.
 """
 from __future__ import annotations
@@ -112,7 +112,7 @@ def iter_features(
 ) -> Iterator[dict[str, np.ndarray]]:
     """Model features of every example of a task, in task order."""
     for example in iter_examples(spec, options):
-        yield encode_example(example, tok, inputs_length, spec.truncation_side, model, targets_eos)
+        yield encode_example(example, tok, inputs_length, spec.side(options), model, targets_eos)
 
 
 def batch_features(
@@ -201,7 +201,7 @@ def task_problems(
             problem = transform(problem)
         examples = problem_examples(problem, index, options, dataset=spec.dataset)
         if examples:
-            tokens = frame_examples(examples, tok, inputs_length, spec.truncation_side)
+            tokens = frame_examples(examples, tok, inputs_length, spec.side(options))
             out.append(ProblemExamples.from_examples(index, examples, tokens))
     return out
 

@@ -185,7 +185,7 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
         ids.append(problem.problem_id)
         has_lp.append(bool(examples[0]["has_gen_logprob"]))
         for ex in examples:
-            framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.truncation_side,
+            framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.side(options),
                                tok.bos_id, tok.eos_id)
             rows.append(pad_to(framed, inputs_length))
             fields["labels"].append(ex["correct"])
