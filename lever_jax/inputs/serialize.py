@@ -126,9 +126,14 @@ def _result_text(candidate: Candidate, options: SerializeOptions) -> str:
     return cut(_execution(candidate).result_text, options.max_result_chars, "right")
 
 
+def _recorded(execution: Execution) -> bool:
+    """An execution imported from LEVER's files: its text is already LEVER's rendering."""
+    return bool((execution.details or {}).get("recorded"))
+
+
 def _sql_result(candidate: Candidate, options: SerializeOptions) -> str:
     execution = _execution(candidate)
-    if options.style == "lever" and execution.status != "ok":
+    if options.style == "lever" and execution.status != "ok" and not _recorded(execution):
         return SQL_ERROR
     return _result_text(candidate, options)
 
@@ -136,7 +141,7 @@ def _sql_result(candidate: Candidate, options: SerializeOptions) -> str:
 def _gsm8k_result(candidate: Candidate, options: SerializeOptions) -> str:
     execution = _execution(candidate)
     if options.style == "lever" and execution.status != "ok":
-        if execution.result_text.startswith("ERROR: "):  # already LEVER's string (recorded executions)
+        if _recorded(execution):  # LEVER's own string
             return execution.result_text
         return GSM8K_NO_ANSWER if "no answer" in (execution.error or "") else GSM8K_FAILED
     return _result_text(candidate, options)
@@ -249,6 +254,8 @@ def python_execution_text(problem: Problem, candidate: Candidate) -> str:
     """LEVER's MBPP execution block body: ``# return: ...`` + blank line per test call, or
     ``ERROR: ...`` + blank line when the program as a whole did not run."""
     execution = _execution(candidate)
+    if _recorded(execution):  # imported from LEVER's files: already LEVER's block
+        return execution.result_text if execution.status == "ok" else f"{execution.result_text}\n\n"
     tests = (execution.details or {}).get("tests")
     if execution.status == "ok" and isinstance(tests, list) and tests:
         return "".join(f"# return: {_return_value(t)}\n\n" for t in tests)
@@ -256,8 +263,6 @@ def python_execution_text(problem: Problem, candidate: Candidate) -> str:
         lines = [line for line in execution.result_text.split("\n") if line.strip()]
         return "".join(f"{line}\n\n" for line in lines)
     error = execution.error or execution.result_text or ""
-    if execution.result_text.startswith("ERROR: ") and (execution.details or {}).get("recorded"):
-        return f"{execution.result_text}\n\n"
     if "SyntaxError" in error or execution.result_text == MBPP_NOT_PARSABLE:
         return f"{MBPP_NOT_PARSABLE}\n\n"
     if execution.status == "timeout":
