@@ -289,7 +289,7 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
         for ex in examples:
             framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.side(options),
                                tok.bos_id, tok.eos_id)
-            rows.append(pad_to(framed, inputs_length))
+            rows.append(pad_to(framed, inputs_length, tok.pad_id))
             fields["labels"].append(ex["correct"])
             fields["gen_logprob"].append(ex["gen_logprob"])
             fields["num_tokens"].append(ex["num_tokens"])
