@@ -48,7 +48,9 @@ POOL_SUFFIX = "_pool"
 POOL_DATASET = "gsm8k_pool"
 # The pool that also gets the short fold names (lever_verify_<dataset>_pool_fold{i}_{role}); a pool
 # folder with a single pool file uses that one.
-DEFAULT_POOLS = {"gsm8k_pool": "code002", "humaneval_pool": "codegen16b"}
+# HumanEval: the like-for-like pool (verifier inputs from the docstring examples; ``codegen16b`` feeds
+# the hidden tests' calls to the verifier: an upper bound).
+DEFAULT_POOLS = {"gsm8k_pool": "code002", "humaneval_pool": "codegen16b_docstring"}
 SERIALIZER_DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
 DEFAULT_NUM_FOLDS = folds_lib.DEFAULT_NUM_FOLDS
 DEFAULT_FOLD_SEED = folds_lib.DEFAULT_FOLD_SEED
