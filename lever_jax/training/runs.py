@@ -240,7 +240,7 @@ def train(
     seed: int = 333,
     optimizer: OptimizerConfig = OptimizerConfig(),
     pipeline: str = "numpy",
-    add_gold: bool = True,
+    add_gold: bool = False,
     gold_mode: str = "execute",
     dropout: bool = True,
     checkpoint_every: int = 1000,
