@@ -57,7 +57,16 @@ CASES = {
                       {"passed": False, "type": None, "value": None, "error": "ValueError: v"}]})),
         ("def f(x:\n", _ex("error", "ERROR: SyntaxError", error="SyntaxError: invalid syntax")),
     ])],
+    # HumanEval (not in LEVER): MBPP's layout, the entry point's docstring as the description
+    "humaneval": [_problem("humaneval-0", "humaneval", "unused when the prompt has a docstring",
+                           {"prompt": 'def f(x):\n    """Square x.\n    >>> f(2)\n    4\n    """\n', "entry_point": "f",
+                            "test": "def check(candidate):\n    assert candidate(3) == 9\n"}, None, [
+        ('def f(x):\n    """Square x.\n    >>> f(2)\n    4\n    """\n    return x * x\n',
+         _ex(text="# return: (int)=4", correct=True, details={"tests": [{"passed": True, "type": "int", "value": "4",
+                                                                          "error": None}]})),
+    ])],
 }
+HUMANEVAL_DESCRIPTION = "Square x.\n>>> f(2)\n4"
 
 
 def _notes_expected(dataset: str, question: str, program: str, ex: dict, test_list: list[str]) -> str:
@@ -74,7 +83,8 @@ def _notes_expected(dataset: str, question: str, program: str, ex: dict, test_li
         else:
             result = "ERROR: program failed to execute"
         return f"{question} | {_notes_lower_code(program, dataset)} | {result}"
-    head = f"# description\n{question}\n\n# program\n{program}\n\n# execution\n"
+    description = HUMANEVAL_DESCRIPTION if dataset == "humaneval" else question
+    head = f"# description\n{description}\n\n# program\n{program}\n\n# execution\n"
     if ex["status"] != "ok":
         return head + "ERROR: program is not parsable\n\n"
     lines = []
