@@ -116,6 +116,10 @@ def append_gold(problems: Sequence[Problem], dataset: Optional[str] = None, exec
             key = unique_error_key(problem.problem_id, len(problem.candidates))
             gold = dataclasses.replace(gold, execution=dataclasses.replace(execution, result_key=key))
         out[index] = problem.replace(candidates=tuple(problem.candidates) + (gold,))
+    wrong = [s.problem_id for s in executed if not (s.candidates[0].execution and s.candidates[0].execution.correct)]
+    if wrong:  # labelled 'no' by their own execution, as LEVER does; many of them hint at missing databases
+        log.warning("%s: %d of %d gold programs are not correct when executed (first: %s)", name, len(wrong),
+                    len(executed), wrong[0])
     return out, len(executed)
 
 
