@@ -79,7 +79,7 @@ def register_task(
         source=seqio.FunctionDataSource(_dataset_fn(spec, options), splits=SEQIO_SPLITS),
         preprocessors=[
             functools.partial(tokenize_verifier, vocab_name=vocab_name),
-            functools.partial(frame_verifier_inputs, side=spec.truncation_side, targets_eos=targets_eos, vocab_name=vocab_name),
+            functools.partial(frame_verifier_inputs, side=spec.side(options), targets_eos=targets_eos, vocab_name=vocab_name),
         ],
         output_features=output_features(vocab_name),
         postprocess_fn=verifier_postprocess,

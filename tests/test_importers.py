@@ -60,13 +60,17 @@ def test_lever_mbpp_fields_and_exec_match_minus_one() -> None:
     assert p.candidates[0].is_greedy and p.candidates[0].num_tokens == 20
 
 
-def test_lever_pre_dedup_layout_merges_programs() -> None:
+def test_lever_pre_dedup_layout_keeps_duplicates_unless_merged() -> None:
     (p,) = lever.import_lever(FIXTURES / "spider_codex_verification_dev.jsonl")
     assert p.problem_id == "spider-dev-0000" and p.context == {"db_id": "concert_singer"}
     assert p.gold == "SELECT count(*) FROM singer"
+    # LEVER's readers keep one candidate per program dict
     assert [(c.program, c.count) for c in p.candidates] == [
+        ("SELECT count(*) FROM singer", 1), ("SELECT count(*) FROM singer", 1), ("SELECT count(name) FROM singer", 1)]
+    (m,) = lever.import_lever(FIXTURES / "spider_codex_verification_dev.jsonl", merge_duplicates=True)
+    assert [(c.program, c.count) for c in m.candidates] == [
         ("SELECT count(*) FROM singer", 2), ("SELECT count(name) FROM singer", 1)]
-    assert p.candidates[0].is_greedy and p.candidates[0].num_tokens == 6
+    assert m.candidates[0].is_greedy and m.candidates[0].num_tokens == 6
 
 
 def test_lever_wikitq_fields() -> None:

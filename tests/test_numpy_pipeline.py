@@ -20,6 +20,7 @@ from lever_jax.inputs.examples import (
     iter_spec_problems,
 )
 from lever_jax.inputs.tokenizers import get_vocabulary
+from lever_jax.inputs.serialize import SerializeOptions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "executed"
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,7 +185,9 @@ def test_find_spec_and_bundled_pools():
         assert spec.is_training and not find_spec("lever_verify_gsm8k_pool_fold3_eval").is_training
     if ("humaneval_pool", "codegen16b") in pools:
         assert find_spec("lever_verify_humaneval_pool_fold0_eval").dataset == "humaneval"
-    assert find_spec("lever_verify_spider_dev", FIXTURES).truncation_side == "left"
+    spider = find_spec("lever_verify_spider_dev", FIXTURES)
+    assert spider.truncation_side == "right"  # LEVER cuts every dataset from the right
+    assert spider.side(SerializeOptions(truncation="left_sql")) == "left"
     with pytest.raises(KeyError, match="no lever task"):
         find_spec("lever_verify_nothing", FIXTURES)
 

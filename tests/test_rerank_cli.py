@@ -80,3 +80,20 @@ def test_rerank_bundled_pool_matches_data_card(tmp_path):
     # The card votes over raw per-setting answers; merged duplicates keep the first setting's
     # answer, which moves one tie on 1,319 problems.
     assert 100 * metrics["majority_vote"]["accuracy"] == pytest.approx(stats["majority_vote"], abs=0.2)
+
+
+def test_rerank_wikitq_reports_both_checkers(tmp_path, capsys):
+    def cand(program, key, lever, official):
+        ex = Execution("ok", key, key, correct=lever, details={"correct_lever": lever, "correct_official": official})
+        return Candidate(program=program, execution=ex)
+
+    problems = [Problem("w0", "wikitq", "q", {}, ["12,467"], (cand("a", "1", True, False), cand("b", "2", False, False))),
+                Problem("w1", "wikitq", "q", {}, ["x"], (cand("c", "3", True, True),))]
+    path = tmp_path / "wikitq.executed.jsonl"
+    write_problems(path, problems)
+    assert cli.main(["rerank", "--input", str(path), "--bootstrap", "10"]) == 0
+    out = capsys.readouterr().out
+    lever_part, official_part = out.split("WikiTQ correctness: official evaluator")
+    assert "WikiTQ correctness: LEVER's relaxed check" in lever_part
+    oracle = [line for line in out.splitlines() if line.startswith("| oracle")]
+    assert len(oracle) == 2 and "| 100.0 |" in oracle[0] and "| 50.0 |" in oracle[1]

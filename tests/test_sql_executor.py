@@ -187,7 +187,22 @@ def test_wikitq_executor_on_lever_view(db_root: Path, monkeypatch: pytest.Monkey
                          ("drop view main_table", False)]:
         cand = Candidate(program=sql)
         value = run_sql_task(ex.make_task(problem, cand).payload)
-        assert ex.to_execution(problem, cand, SandboxResult(status="ok", value=value)).correct is correct, sql
+        execution = ex.to_execution(problem, cand, SandboxResult(status="ok", value=value))
+        assert execution.correct is correct, sql
+        if execution.status == "ok":  # both checkers' verdicts are kept
+            assert execution.details["correct_lever"] is correct and execution.details["correct_official"] is correct
+    # the gold '34,500' without a canonical form: LEVER's retry (commas dropped) accepts the number,
+    # the official evaluator does not
+    plain = _problem("wikitq", {"table_id": "999_1"}, ["34,500"])
+    num = Candidate(program="select money_lrb_rrb_number from main_table where player = 'lanny wadkins'")
+    official = WikiTQExecutor(db_root=db_root, checker="official")
+    assert official.version != ex.version  # the cache keeps the two apart
+    for executor, want in ((ex, True), (official, False)):
+        value = run_sql_task(executor.make_task(plain, num).payload)
+        got = executor.to_execution(plain, num, SandboxResult(status="ok", value=value))
+        assert got.correct is want and got.details["correct_lever"] and not got.details["correct_official"]
+    with pytest.raises(ValueError, match="checker"):
+        WikiTQExecutor(db_root=db_root, checker="other")
     db = db_root / "wikitq" / "999_1.db"
     before = _digest(db)
     run_sql_task(ex.make_task(problem, Candidate(program="select * from main_table")).payload)

@@ -73,7 +73,7 @@ def test_registration(registered):
     names = set(registered)
     assert all(n.startswith("lever_verify_") for n in names)
     assert not any(n.endswith("_fold5_eval") for n in names)
-    assert lever_tasks.spec_of("lever_verify_spider_dev").truncation_side == "left"
+    assert lever_tasks.spec_of("lever_verify_spider_dev").truncation_side == "right"
     with pytest.raises(KeyError, match="no lever task"):
         lever_tasks.spec_of("lever_verify_nope")
 

@@ -193,7 +193,7 @@ def test_seqio_and_numpy_inputs_give_the_same_problems():
         np.testing.assert_allclose(a.gen_logprob, b.gen_logprob, rtol=1e-6)
 
 
-def test_numpy_problems_with_gold_feed_the_train_batcher():
+def test_numpy_problems_with_gold_feed_the_train_batcher(tmp_path):
     from lever_jax.inputs.feeds import TrainBatcher, numpy_problems
     from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples
     from lever_jax.inputs.examples import discover_specs
@@ -202,14 +202,23 @@ def test_numpy_problems_with_gold_feed_the_train_batcher():
     fixtures = Path(__file__).parent / "fixtures" / "executed"
     spec = next(s for s in discover_specs(fixtures, include_bundled=False) if s.name == "lever_verify_mbpp_test")
     tok = get_vocabulary("byte")
-    plain = numpy_problems(spec, tok, 128)
-    gold = numpy_problems(spec, tok, 128, add_gold=True)
+    plain = numpy_problems(spec, tok, 128, add_gold=False)
+    gold = numpy_problems(spec, tok, 128, add_gold=True, gold_mode="copy")
     assert all(isinstance(p, ProblemExamples) for p in gold)
     added = [len(g.tokens) - len(p.tokens) for p, g in zip(plain, gold)]
     assert all(a in (0, 1) for a in added)
     for p, g, a in zip(plain, gold, added):
         assert g.tokens[: len(p.tokens)] == p.tokens and (not a or g.labels[-1] == 1)
-    assert len(numpy_problems(spec, tok, 128, max_problems=1)) == 1
+    assert len(numpy_problems(spec, tok, 128, max_problems=1, add_gold=False)) == 1
+    # the default (LEVER): MBPP's gold is executed and appended to every problem
+    from lever_jax.execution.base import Limits
+    from lever_jax.execution.cache import ExecutionCache
+    from lever_jax.execution.sandbox import Sandbox
+
+    with Sandbox(workers=1, limits=Limits(timeout_s=10, cpu_s=5)) as box, ExecutionCache(tmp_path) as cache:
+        executed = numpy_problems(spec, tok, 128, gold_runtime={"sandbox": box, "cache": cache})
+    assert [len(e.tokens) - len(p.tokens) for p, e in zip(plain, executed)] == [1] * len(plain)
+    assert all(e.tokens[: len(p.tokens)] == p.tokens for p, e in zip(plain, executed))
     batcher = TrainBatcher(gold, tok, 128, 2, 3, seed=0, host_rows=slice(1, 2))
     assert isinstance(batcher, ProblemBatcher)
     full = batcher.batch(0)

@@ -1,6 +1,7 @@
 """WikiTQ official denotation match and LEVER's post-processing."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,3 +64,44 @@ def test_gold_targets_match_themselves(targets) -> None:
     canon = [wm.approximate_canon(t) for t in targets]
     assert wm.check_denotation(wm.to_value_list(targets, canon), wm.to_value_list(targets, canon))
     assert wm.denotation_match([[t] for t in targets[:1]], targets[:1], canon[:1])
+
+
+# LEVER's relaxed check. Rows / gold / question from LEVER's wtq-8 exemplars where marked.
+@pytest.mark.parametrize("rows,gold,question,lever,official", [
+    ([[9]], "September", "which month were the most championships played ?", True, True),  # exemplar 203_60
+    ([[17]], "17", "how many republicans were elected after 2000 ?", True, True),  # exemplar 204_400
+    ([[0]], "no", "are their any other airports that are type `` military/public '' besides eagle farm airport ?",
+     True, True),  # exemplar 204_139
+    ([[12467]], "12,467", "q", True, False),  # retry without thousands commas
+    ([[17]], "17 years", "q", True, False),  # retry without the unit
+    ([[5]], "$5", "q", True, False),
+    ([[5]], "5th", "q", True, False),
+    ([["Italy", 1], ["France", 2]], "Italy|France", "q", True, False),  # multi-row: first column only
+    ([["Italy", "France"]], "Italy|France", "q", True, True),  # one row: all cells
+    ([["12467"], ["12467"]], "12,467", "q", False, False),  # LEVER's quirk: no retry for multi-row results
+    ([["Italy"]], "Spain", "q", False, False),
+    ([], "x", "q", False, False),
+])
+def test_lever_relaxed_check_vs_official(rows, gold, question, lever, official):
+    targets = gold.split("|")
+    assert wm.relaxed_match(rows, targets, question) is lever
+    assert wm.denotation_match(rows, targets, question=question) is official
+
+
+def test_wtq_answer_eq_without_normalisation_is_a_single_try():
+    assert wm.wtq_answer_eq([[12467]], "12,467") and not wm.wtq_answer_eq([[12467]], "12,467", allow_normalize=False)
+    assert wm.lever_postprocess([[1.0]], "is it big ?") == [["yes"]]
+    assert wm.lever_postprocess([[9.0]], "which month was it ?") == [["September"]]
+
+
+def test_relabel_switches_checker():
+    from lever_jax.data.schema import Candidate, Execution, Problem
+
+    ex = Execution("ok", "k", "t", correct=True, details={"correct_lever": True, "correct_official": False})
+    p = Problem("w", "wikitq", "q", {}, ["x"], (Candidate("select 1", execution=ex), Candidate("x")))
+    (official,) = wm.relabel([p], "official")
+    assert official.candidates[0].execution.correct is False and official.candidates[1].execution is None
+    assert wm.relabel([p], "lever")[0].candidates[0].execution.correct is True
+    assert wm.has_both_checkers([p]) and not wm.has_both_checkers([official.replace(candidates=())])
+    with pytest.raises(ValueError):
+        wm.relabel([p], "other")

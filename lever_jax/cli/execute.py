@@ -2,6 +2,12 @@
 
     lever-jax execute --dataset gsm8k --input samples.jsonl.gz --output executed.jsonl.gz \\
         [--workers N] [--timeout S] [--memory-mb M] [--cache-dir D | --no-cache]
+        [--humaneval-inputs docstring|codet|hidden]
+
+HumanEval: the verifier input and the grouping come from the docstring's examples (default; CodeT's
+generated tests where a prompt has none) or CodeT's tests, correctness from the hidden tests
+(lever_jax/data/humaneval_inputs.py); ``hidden`` feeds the hidden tests' calls to the verifier too
+(an upper bound, not what a deployed system can do).
 
 Writes the executed file atomically (data contract, docs/data_format.md) and prints a summary
 (statuses, accuracy of the candidates, programs/s) to stderr.
@@ -28,6 +34,9 @@ def register(subparsers: Any) -> None:
                    "~/.cache/lever_jax/execution)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--humaneval-inputs", choices=("docstring", "codet", "hidden"), default="docstring",
+                   help="HumanEval: calls the verifier sees and candidates are grouped on (default docstring; "
+                        "'hidden' = the hidden tests' calls, a labelled upper bound)")
     p.set_defaults(func=main)
 
 
@@ -67,12 +76,18 @@ def main(args: argparse.Namespace) -> int:
     try:
         with Sandbox(workers=args.workers, limits=limits) as sandbox:
             problems = checked(read_problems(args.input))
-            executed = execute_problems(problems, executor, sandbox, cache, progress=not args.no_progress,
-                                        stats=stats)
+            if args.dataset == "humaneval":
+                from lever_jax.data.humaneval_inputs import execute_like_for_like
+
+                executed = execute_like_for_like(problems, sandbox, cache, args.humaneval_inputs,
+                                                 progress=not args.no_progress, stats=stats)
+            else:
+                executed = execute_problems(problems, executor, sandbox, cache, progress=not args.no_progress,
+                                            stats=stats)
             count = write_problems(args.output, counted(executed))
     except DataFileError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     finally:
         if cache is not None:
             cache.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 NAME = "import"
@@ -33,6 +34,8 @@ def register(subparsers: Any) -> None:
                    help="openai: stop sequence (repeatable; default: the dataset's LEVER stops)")
     p.add_argument("--recorded-execution", action="store_true",
                    help="lever: keep the file's recorded exec_result/exec_match as execution")
+    p.add_argument("--merge-duplicates", action="store_true",
+                   help="lever: merge identical program texts into one candidate with a count (LEVER keeps each)")
     p.set_defaults(func=main)
 
 
@@ -49,7 +52,8 @@ def main(args: argparse.Namespace) -> int:
     if args.format == "lever":
         dataset = args.dataset or lever.infer_dataset_split(args.input)[0]
         ids = _gsm8k_ids() if dataset == "gsm8k" else None
-        problems = lever.import_lever(args.input, dataset, args.split, args.recorded_execution, args.source, ids)
+        problems = lever.import_lever(args.input, dataset, args.split, args.recorded_execution, args.source, ids,
+                                      merge_duplicates=args.merge_duplicates)
     else:
         if not args.dataset or not args.split:
             raise SystemExit("lever-jax import --format openai needs --dataset and --split")
@@ -71,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         jsonl.write_problems(args.output, counted(problems))
     except jsonl.DataFileError as err:
-        print(f"lever-jax import: {err}")
-        return 1
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(json.dumps(stats))
     return 0

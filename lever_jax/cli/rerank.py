@@ -65,9 +65,18 @@ def main(args: argparse.Namespace) -> int:
         use_gen_prob=not args.no_gen_prob,
     )
     rows, width = arrays.shape
-    print(report.format_table(table, title=f"{args.input}: {rows} problems, "
-                              f"{arrays.counts.sum() / max(rows, 1):.1f} samples "
-                              f"({arrays.mask.sum() / max(rows, 1):.1f} distinct programs) per problem"))
+    title = (f"{args.input}: {rows} problems, {arrays.counts.sum() / max(rows, 1):.1f} samples "
+             f"({arrays.mask.sum() / max(rows, 1):.1f} distinct programs) per problem")
+    from lever_jax.execution import wikitq_match
+
+    both = wikitq_match.has_both_checkers(problems)
+    print(report.format_table(table, title=title + (" -- WikiTQ correctness: LEVER's relaxed check" if both else "")))
+    if both:  # WikiTQ: the paper's number uses LEVER's checker; the official evaluator's is reported too
+        official = problems_to_arrays(wikitq_match.relabel(problems, "official"))
+        print(report.format_table(
+            report.method_table(official, verifier, n_resamples=args.bootstrap, normalize_gen=args.normalize_gen,
+                                use_gen_prob=not args.no_gen_prob),
+            title=title + " -- WikiTQ correctness: official evaluator"))
     if args.output:
         write_json(args.output, report.scores_json(arrays, table, verifier, normalize_gen=args.normalize_gen))
     if args.metrics:

@@ -9,8 +9,8 @@ interrupts the query at its deadline, results are capped at ``max_rows`` rows an
 function, so it can also be called in-process (tests, tools).
 
 Correctness: Spider uses the test-suite execution match (``spider_match``) against the gold query
-on the same database; WikiTQ the official denotation match (``wikitq_match``) against the target
-values. ``result_text`` is LEVER's rendering (``table_render``: first 5 rows, pandas layout, 5,000
+on the same database; WikiTQ LEVER's relaxed ``wtq_answer_eq`` (default) or the official denotation
+match (``wikitq_match``) against the target values, both verdicts kept in ``details``. ``result_text`` is LEVER's rendering (``table_render``: first 5 rows, pandas layout, 5,000
 characters). ``result_key`` follows LEVER's grouping: the canonical key of the *flattened first 5
 rows in order* (``canonical_key([cell, cell, ...])``); ``details["full_key"]`` is the canonical key
 of all rows, for users who prefer grouping on the whole result. Errors and timeouts get unique keys.
@@ -198,8 +198,11 @@ def run_sql_task(payload: Mapping[str, Any]) -> dict[str, Any]:
             canon = payload.get("target_canon")
             if canon is not None and len(canon) != len(targets):
                 canon = None  # malformed context: fall back to the original strings
-            out["correct"] = (not result["truncated"]) and wikitq_match.denotation_match(
-                rows, targets, canon, str(payload.get("question", "")))
+            question = str(payload.get("question", ""))
+            complete = not result["truncated"]
+            out["correct_official"] = complete and wikitq_match.denotation_match(rows, targets, canon, question)
+            out["correct_lever"] = complete and wikitq_match.relaxed_match(rows, targets, question)
+            out["correct"] = out["correct_official" if payload.get("checker") == "official" else "correct_lever"]
         elif payload.get("gold_sql"):
             out.update(_spider_correct(conn, sql, str(payload["gold_sql"]), result, max_rows))
         return out
@@ -261,7 +264,8 @@ class _SqlExecutor:
             status = "timeout" if value.get("status") == "timeout" else "error"
             return _error_execution(problem, candidate, status, value.get("error"))
         details = {k: value[k] for k in ("columns", "num_rows", "truncated", "preview", "full_key", "gold_status",
-                                         "gold_error", "match_error") if value.get(k) is not None}
+                                         "gold_error", "match_error", "correct_lever", "correct_official")
+                   if value.get(k) is not None}
         return Execution(status="ok", result_key=str(value["result_key"]), result_text=str(value["result_text"]),
                          error=None, correct=bool(value.get("correct")), details=details)
 
@@ -285,10 +289,21 @@ class SpiderExecutor(_SqlExecutor):
 
 
 class WikiTQExecutor(_SqlExecutor):
-    """WikiTQ: the candidate runs on LEVER's ``main_table`` (a TEMP view over SQUALL's ``w``)."""
+    """WikiTQ: the candidate runs on LEVER's ``main_table`` (a TEMP view over SQUALL's ``w``).
+
+    ``correct`` is LEVER's relaxed check (``checker='lever'``, default) or the official evaluator
+    (``checker='official'``); both verdicts are kept in ``details.correct_lever`` /
+    ``details.correct_official`` so that tables can report both."""
 
     dataset = "wikitq"
-    version = "wikitq-sql-1"
+
+    def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):
+        super().__init__(db_root, timeout_s, max_rows)
+        if checker not in wikitq_match.CHECKERS:
+            raise ValueError(f"checker must be one of {', '.join(wikitq_match.CHECKERS)}, got {checker!r}")
+        self.checker = checker
+        self.version = f"wikitq-sql-2-{checker}"
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.datasets.wikitq import MAIN_TABLE, SQUALL_TABLE, ensure_wikitq_db, lever_columns
@@ -306,5 +321,6 @@ class WikiTQExecutor(_SqlExecutor):
             targets=[str(g) for g in gold],
             target_canon=problem.context.get("target_canon"),
             question=problem.question,
+            checker=self.checker,
         )
         return Task(TASK_FUNCTION, payload)

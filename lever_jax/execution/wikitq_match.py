@@ -10,7 +10,16 @@ taken from the canonical form, its normalised string from the original.
 
 SQL results are turned into predicted values by :func:`values_from_rows` (every cell, row-major,
 as a string), after LEVER's WikiTQ post-processing of 0/1 answers to yes/no-style questions
-(:func:`lever_postprocess`, from LEVER's ``post_process_wtq_exec_result``).
+(:func:`lever_postprocess`, from LEVER's ``post_process_wtq_exec_result``): :func:`denotation_match`.
+
+LEVER's own, relaxed check (:func:`wtq_answer_eq`, :func:`relaxed_match`; the default correctness
+for LEVER-comparable WikiTQ numbers -- the paper's appendix: 65.8 with it vs 62.9 with the official
+evaluator): the gold string is split on ``|``; a one-row result contributes all its cells, a
+multi-row result only its first column; cells are read with ``str()``; on a mismatch the gold is
+retried once per rewrite (thousands commas dropped, a trailing unit from :data:`UNITS` dropped, a
+leading ``$``/``£`` dropped, an ordinal ``th`` dropped). As in LEVER, the retry of a multi-row
+result compares against no values at all (LEVER's generator of first cells is already consumed),
+so it never succeeds. :func:`relabel` switches an executed WikiTQ file between the two checkers.
 """
 from __future__ import annotations
 
@@ -202,7 +211,7 @@ def lever_postprocess(rows: Sequence[Sequence[Any]], question: str) -> list[list
     if not rows or not rows[0] or rows[0][0] is None:
         return rows
     first = rows[0][0]
-    if isinstance(first, (int, float)) and not isinstance(first, bool) and first in (0, 1):
+    if isinstance(first, (int, float)) and first in (0, 1):  # LEVER: `in [0, 1]` (bools, 0.0 and 1.0 too)
         words = question.split(" ")
         if "above or below" in question or "below or above" in question:
             return [[["below", "above"][int(first)]]]
@@ -213,8 +222,8 @@ def lever_postprocess(rows: Sequence[Sequence[Any]], question: str) -> list[list
         if words and words[0] in ("is", "are", "does", "do", "was", "were"):
             return [[["no", "yes"][int(first)]]]
         return rows
-    if "which month" in question and isinstance(first, int) and not isinstance(first, bool) and 1 <= first <= 12:
-        return [[_MONTHS[first - 1]]]
+    if "which month" in question and isinstance(first, (int, float)) and first in range(1, 13):
+        return [[_MONTHS[int(first) - 1]]]
     return rows
 
 
@@ -227,3 +236,87 @@ def denotation_match(rows: Sequence[Sequence[Any]], targets: Sequence[str], targ
     """True when an SQL result denotes the target values (LEVER post-processing applied first)."""
     target_values = to_value_list(list(targets), list(target_canon) if target_canon is not None else None)
     return check_denotation(target_values, values_from_rows(lever_postprocess(rows, question)))
+
+
+UNITS = ("km", "years", "months", "days", "kg", "changes", "min", "miles", "points", "kW")
+CHECKERS = ("lever", "official")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _gold_retry(gold: str) -> str | None:
+    """The rewrite of the gold string LEVER retries after a mismatch (None: no retry)."""
+    words = gold.split(" ")
+    if "," in gold and _is_number(gold.replace(",", "")):
+        return gold.replace(",", "")
+    if len(words) == 2 and words[1] in UNITS and _is_number(words[0]):
+        return words[0]
+    if gold[:1] in ("$", "£"):
+        return gold[1:]
+    if gold.endswith("th") and _is_number(gold[:-2]):
+        return gold[:-2]
+    return None
+
+
+def _predicted_cells(rows: Sequence[Sequence[Any]]) -> list[str]:
+    if len(rows) == 1:
+        return [str(c) for c in rows[0]]
+    return [str(r[0]) for r in rows if len(r)]
+
+
+def wtq_answer_eq(rows: Sequence[Sequence[Any]] | None, gold: str, allow_normalize: bool = True,
+                  _cells: list[str] | None = None) -> bool:
+    """LEVER's ``wtq_answer_eq(prediction, gold_answer)``: ``rows`` a result's rows, ``gold`` the
+    target values joined by ``|`` (see the module doc for the rules, quirk included)."""
+    if not rows or not gold:
+        return False
+    cells = _predicted_cells(rows) if _cells is None else _cells
+    targets = gold.split("|") if "|" in gold else [gold]
+    if check_denotation(to_value_list(cells), to_value_list(targets)):
+        return True
+    if not allow_normalize:
+        return False
+    retry = _gold_retry(gold)
+    if retry is None:
+        return False
+    # LEVER retries with the already-consumed generator of first cells when there are several rows
+    return wtq_answer_eq(rows, retry, True, cells if len(rows) == 1 else [])
+
+
+def relaxed_match(rows: Sequence[Sequence[Any]], targets: Sequence[str], question: str = "") -> bool:
+    """LEVER's WikiTQ correctness: its 0/1 / month post-processing, then :func:`wtq_answer_eq`
+    against the targets joined by ``|``."""
+    return wtq_answer_eq(lever_postprocess(rows, question), "|".join(str(t) for t in targets))
+
+
+def relabel(problems: Any, checker: str) -> list[Any]:
+    """Executed WikiTQ problems with ``execution.correct`` taken from ``checker``'s verdict
+    (``details.correct_lever`` / ``details.correct_official``, recorded by the WikiTQ executor);
+    candidates without that verdict keep theirs."""
+    import dataclasses
+
+    if checker not in CHECKERS:
+        raise ValueError(f"checker must be one of {', '.join(CHECKERS)}, got {checker!r}")
+    field = f"correct_{checker}"
+    out = []
+    for problem in problems:
+        cands = []
+        for cand in problem.candidates:
+            ex = cand.execution
+            if ex is not None and isinstance((ex.details or {}).get(field), bool):
+                cand = dataclasses.replace(cand, execution=dataclasses.replace(ex, correct=ex.details[field]))
+            cands.append(cand)
+        out.append(problem.replace(candidates=tuple(cands)))
+    return out
+
+
+def has_both_checkers(problems: Any) -> bool:
+    """True when some candidate carries both checkers' verdicts (a WikiTQ file executed here)."""
+    return any(isinstance((c.execution.details or {}).get("correct_official"), bool)
+               for p in problems for c in p.candidates if c.execution is not None)

@@ -13,8 +13,9 @@ Two consumers:
 
 Token framing (both pipelines): ``[bos] + ids + [eos]`` where ``bos`` is the vocabulary's
 ``bos_id`` (``[CLS]`` for MiniLM, none for byte/SentencePiece), the middle cut to fit ``length``
-on the dataset's truncation side ('left' for Spider/WikiTQ, so the execution result survives;
-'right' otherwise), then right-padded with 0. The encoder-decoder target is a single token (the
+on the truncation side (right for every dataset, as LEVER; ``serialize_options.truncation``
+selects the older left cut for Spider/WikiTQ), then right-padded with the vocabulary's ``pad_id``
+(0, except RoBERTa's 1: encoder models only). The encoder-decoder target is a single token (the
 first token of 'yes' / 'no'), plus EOS when ``targets_eos``.
 """
 from __future__ import annotations
@@ -78,10 +79,10 @@ def encode_example(
     input_ids: Sequence[int] | None = None,
 ) -> dict[str, np.ndarray]:
     """Model features of one example (what the SeqIO feature converter yields for it)."""
-    if tok.pad_id != 0:
-        raise ValueError(f"vocabulary {tok.name!r}: pipelines pad with 0 but pad_id is {tok.pad_id}")
+    if tok.pad_id != 0 and model == "encdec":
+        raise ValueError(f"vocabulary {tok.name!r}: the encoder-decoder features pad with 0 but pad_id is {tok.pad_id}")
     ids = tok.encode(example["inputs"]) if input_ids is None else input_ids
-    tokens = pad_to(frame_ids(ids, inputs_length, side, tok.bos_id, tok.eos_id), inputs_length)
+    tokens = pad_to(frame_ids(ids, inputs_length, side, tok.bos_id, tok.eos_id), inputs_length, tok.pad_id)
     label = 1 if example["targets"] == "yes" else 0
     out: dict[str, np.ndarray] = {}
     if model == "encdec":
@@ -112,7 +113,7 @@ def iter_features(
 ) -> Iterator[dict[str, np.ndarray]]:
     """Model features of every example of a task, in task order."""
     for example in iter_examples(spec, options):
-        yield encode_example(example, tok, inputs_length, spec.truncation_side, model, targets_eos)
+        yield encode_example(example, tok, inputs_length, spec.side(options), model, targets_eos)
 
 
 def batch_features(
@@ -201,7 +202,7 @@ def task_problems(
             problem = transform(problem)
         examples = problem_examples(problem, index, options, dataset=spec.dataset)
         if examples:
-            tokens = frame_examples(examples, tok, inputs_length, spec.truncation_side)
+            tokens = frame_examples(examples, tok, inputs_length, spec.side(options))
             out.append(ProblemExamples.from_examples(index, examples, tokens))
     return out
 
@@ -278,7 +279,7 @@ class ProblemBatcher:
         """The batch at ``step`` (pure function of seed and step)."""
         P, K, L = self.P, self.K, self.length
         out = {
-            "input_tokens": np.zeros((P, K, L), np.int32),
+            "input_tokens": np.full((P, K, L), self.tok.pad_id, np.int32),
             "candidate_mask": np.zeros((P, K), bool),
             "labels": np.zeros((P, K), np.int32),
             "decoder_target_tokens": np.zeros((P, K, 1), np.int32),

@@ -48,7 +48,9 @@ POOL_SUFFIX = "_pool"
 POOL_DATASET = "gsm8k_pool"
 # The pool that also gets the short fold names (lever_verify_<dataset>_pool_fold{i}_{role}); a pool
 # folder with a single pool file uses that one.
-DEFAULT_POOLS = {"gsm8k_pool": "code002", "humaneval_pool": "codegen16b"}
+# HumanEval: the like-for-like pool (verifier inputs from the docstring examples; ``codegen16b`` feeds
+# the hidden tests' calls to the verifier: an upper bound).
+DEFAULT_POOLS = {"gsm8k_pool": "code002", "humaneval_pool": "codegen16b_docstring"}
 SERIALIZER_DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
 DEFAULT_NUM_FOLDS = folds_lib.DEFAULT_NUM_FOLDS
 DEFAULT_FOLD_SEED = folds_lib.DEFAULT_FOLD_SEED
@@ -88,7 +90,12 @@ class TaskSpec:
 
     @property
     def truncation_side(self) -> str:
-        return truncation_side(self.dataset)
+        """Side too-long inputs are cut from, per gin ``serialize_options.truncation`` (LEVER: right)."""
+        return truncation_side(self.dataset, serialize_options())
+
+    def side(self, options: SerializeOptions | None = None) -> str:
+        """Truncation side under explicit ``options`` (None: gin ``serialize_options``)."""
+        return truncation_side(self.dataset, options if options is not None else serialize_options())
 
     def selected_ids(self) -> frozenset[str] | None:
         """The problem ids this task reads (None: all of the file)."""
@@ -268,9 +275,13 @@ def serialize_options(
     include_schema: bool = False,
     max_result_chars: int | None = 5000,
     max_chars: int | None = None,
+    style: str = "lever",
+    truncation: str = "right",
 ) -> SerializeOptions:
-    """The :class:`SerializeOptions` used when none are passed (gin: ``serialize_options.*``)."""
-    return SerializeOptions(include_program, include_execution, include_schema, max_result_chars, max_chars)
+    """The :class:`SerializeOptions` used when none are passed (gin: ``serialize_options.*``;
+    ``style='legacy'`` / ``truncation='left_sql'`` give the pre-issue-13 inputs)."""
+    return SerializeOptions(include_program, include_execution, include_schema, max_result_chars, max_chars,
+                            style, truncation)
 
 
 def iter_spec_problems(spec: TaskSpec) -> Iterator[Problem]:

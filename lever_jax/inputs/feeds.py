@@ -9,28 +9,35 @@ Either way training batches come from a `ProblemBatcher` (deterministic in (seed
 resumed run sees the batches it would have seen) and hosts load only their rows
 (`partitioning.host_batch_slice`).
 
-Gold programs as positives (LEVER, Spider and MBPP): with `add_gold`, a problem whose gold
-program is not among its candidates gets it as an extra correct candidate; its execution is
-copied from a correct candidate (equal result by definition of correct). Problems without a
-correct candidate get no gold (it would need executing; counted in the log).
+Gold programs in training (LEVER, on by default): Spider and WikiTQ problems get their gold
+program as an extra candidate when its ``lower_code`` is not already a candidate's, MBPP problems
+always, including problems with no correct sample. The gold program is *executed* like any
+candidate (the dataset's sandboxed executor, through the execution cache) and labelled by its own
+execution (as LEVER labels it by the gold's ``exec_match``). ``gold_mode='copy'`` keeps the older
+behaviour (Spider/MBPP only, added only when a correct sample exists, that sample's execution
+copied; no execution needed).
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from lever_jax.data.schema import Candidate, Problem
-from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_ids, pad_to, task_problems
+from lever_jax.inputs.serialize import lower_code
+from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_examples, frame_ids, pad_to, task_problems
 from lever_jax.inputs.serialize import SerializeOptions
 from lever_jax.inputs.examples import TaskSpec, find_spec, iter_spec_problems, problem_examples
 from lever_jax.inputs.tokenizers import TextTokenizer
 
 log = logging.getLogger(__name__)
 PIPELINES = ("numpy", "seqio")
-GOLD_DATASETS = ("spider", "mbpp")
+GOLD_DATASETS = ("spider", "wikitq", "mbpp")  # LEVER adds the gold program for these
+COPY_GOLD_DATASETS = ("spider", "mbpp")  # the older 'copy' mode
+GOLD_MODES = ("execute", "copy")
+GOLD_SOURCE = "gold"
 
 
 def resolve_task(name: str, data_dir: Optional[str] = None) -> TaskSpec:
@@ -43,8 +50,82 @@ def _normalise_program(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+def gold_to_add(problem: Problem, dataset: Optional[str] = None) -> Optional[str]:
+    """The gold program LEVER would add to ``problem`` in training, or None.
+
+    Spider / WikiTQ: unless its ``lower_code`` equals a candidate's; MBPP: always; other datasets
+    (GSM8k has no gold program): None."""
+    dataset = dataset or problem.dataset
+    if dataset not in GOLD_DATASETS:
+        return None
+    from lever_jax.data.datasets import gold_program
+
+    program = gold_program(dataset, problem)
+    if not isinstance(program, str) or not program.strip():
+        return None
+    if dataset != "mbpp":
+        gold_lower = lower_code(program, dataset)
+        if any(lower_code(c.program, dataset) == gold_lower for c in problem.candidates):
+            return None
+    return program
+
+
+def append_gold(problems: Sequence[Problem], dataset: Optional[str] = None, executor: Any = None,
+             sandbox: Any = None, cache: Any = None) -> tuple[list[Problem], int]:
+    """``problems`` with LEVER's gold candidates appended, each executed in the sandbox.
+
+    ``executor`` / ``sandbox`` / ``cache`` default to the dataset's executor, a new
+    :class:`~lever_jax.execution.sandbox.Sandbox` (closed afterwards) and the default execution
+    cache. Returns (problems, number of gold programs added)."""
+    wanted = {i: g for i, p in enumerate(problems) if (g := gold_to_add(p, dataset)) is not None}
+    if not wanted:
+        return list(problems), 0
+    from lever_jax.execution.runner import execute_problems
+
+    name = dataset or problems[next(iter(wanted))].dataset
+    if executor is None:
+        from lever_jax.execution.registry import get_executor
+
+        executor = get_executor(name)
+    singles = [problems[i].replace(dataset=name, candidates=(Candidate(program=g, source=GOLD_SOURCE),))
+               for i, g in wanted.items()]
+    own_sandbox = own_cache = None
+    try:
+        if sandbox is None:
+            from lever_jax.execution.sandbox import Sandbox
+
+            sandbox = own_sandbox = Sandbox()
+        if cache is None:
+            from lever_jax.execution.cache import ExecutionCache
+
+            cache = own_cache = ExecutionCache()
+        executed = list(execute_problems(singles, executor, sandbox, cache, progress=False))
+    finally:
+        if own_sandbox is not None:
+            own_sandbox.close()
+        if own_cache is not None:
+            own_cache.close()
+    from lever_jax.execution.canonical import is_error_key, unique_error_key
+
+    out = list(problems)
+    for index, single in zip(wanted, executed):
+        gold, problem = single.candidates[0], out[index]
+        execution = gold.execution
+        if execution is not None and (execution.status != "ok" or is_error_key(execution.result_key)):
+            # error keys are per (problem, candidate index): re-derive it at the gold's real index
+            key = unique_error_key(problem.problem_id, len(problem.candidates))
+            gold = dataclasses.replace(gold, execution=dataclasses.replace(execution, result_key=key))
+        out[index] = problem.replace(candidates=tuple(problem.candidates) + (gold,))
+    wrong = [s.problem_id for s in executed if not (s.candidates[0].execution and s.candidates[0].execution.correct)]
+    if wrong:  # labelled 'no' by their own execution, as LEVER does; many of them hint at missing databases
+        log.warning("%s: %d of %d gold programs are not correct when executed (first: %s)", name, len(wrong),
+                    len(executed), wrong[0])
+    return out, len(executed)
+
+
 def with_gold(problem: Problem) -> tuple[Problem, bool]:
-    """`problem` plus its gold program as a correct candidate (LEVER's training augmentation).
+    """The older ``gold_mode='copy'``: `problem` plus its gold program as a correct candidate whose
+    execution is copied from a correct sample.
 
     Returns (problem, added). Not added when the gold is already a candidate, is not a program
     string, or no candidate is correct (its execution would be unknown)."""
@@ -62,23 +143,48 @@ def with_gold(problem: Problem) -> tuple[Problem, bool]:
 
 
 def numpy_problems(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
-                   options: Optional[SerializeOptions] = None, add_gold: bool = False,
-                   max_problems: Optional[int] = None) -> list[ProblemExamples]:
-    """Tokenised problems of a task (numpy_pipeline framing), optionally with gold positives."""
+                   options: Optional[SerializeOptions] = None, add_gold: bool = True,
+                   max_problems: Optional[int] = None, gold_mode: str = "execute",
+                   gold_runtime: Optional[Mapping[str, Any]] = None) -> list[ProblemExamples]:
+    """Tokenised problems of a task (numpy_pipeline framing), with LEVER's gold candidates when
+    ``add_gold`` (``gold_mode`` 'execute' or the older 'copy'; ``gold_runtime`` may hold the
+    ``executor`` / ``sandbox`` / ``cache`` that :func:`append_gold` uses)."""
+    if gold_mode not in GOLD_MODES:
+        raise ValueError(f"gold_mode must be one of {', '.join(GOLD_MODES)}, got {gold_mode!r}")
     added = 0
+    transform = None
+    if add_gold and gold_mode == "execute" and spec.dataset in GOLD_DATASETS:
+        problems = [p for p in iter_spec_problems(spec) if p.candidates]
+        if max_problems is not None:
+            problems = problems[:max_problems]
+        problems, added = append_gold(problems, spec.dataset, **dict(gold_runtime or {}))
+        out = problem_list_examples(problems, tok, inputs_length, spec, options)
+    else:
+        def copy_gold(problem: Problem) -> Problem:
+            nonlocal added
+            problem, was_added = with_gold(problem)
+            added += was_added
+            return problem
 
-    def gold(problem: Problem) -> Problem:
-        nonlocal added
-        problem, was_added = with_gold(problem)
-        added += was_added
-        return problem
-
-    transform = gold if add_gold and spec.dataset in GOLD_DATASETS else None
-    out = task_problems(spec, tok, inputs_length, options, transform=transform, max_problems=max_problems)
+        if add_gold and spec.dataset in COPY_GOLD_DATASETS:
+            transform = copy_gold
+        out = task_problems(spec, tok, inputs_length, options, transform=transform, max_problems=max_problems)
     if add_gold:
-        log.info("%s: gold program added as a positive to %d of %d problems", spec.name, added, len(out))
+        log.info("%s: gold program added (%s) to %d of %d problems", spec.name, gold_mode, added, len(out))
     if not out:
         raise ValueError(f"task {spec.name!r} ({spec.path}) has no problems with candidates")
+    return out
+
+
+def problem_list_examples(problems: Sequence[Problem], tok: TextTokenizer, inputs_length: int, spec: TaskSpec,
+                          options: Optional[SerializeOptions] = None) -> list[ProblemExamples]:
+    """Tokenised :class:`ProblemExamples` of given problems (task order = list order)."""
+    out = []
+    for index, problem in enumerate(problems):
+        examples = problem_examples(problem, index, options, dataset=spec.dataset)
+        if examples:
+            out.append(ProblemExamples.from_examples(index, examples,
+                                                     frame_examples(examples, tok, inputs_length, spec.side(options))))
     return out
 
 
@@ -185,9 +291,9 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
         ids.append(problem.problem_id)
         has_lp.append(bool(examples[0]["has_gen_logprob"]))
         for ex in examples:
-            framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.truncation_side,
+            framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.side(options),
                                tok.bos_id, tok.eos_id)
-            rows.append(pad_to(framed, inputs_length))
+            rows.append(pad_to(framed, inputs_length, tok.pad_id))
             fields["labels"].append(ex["correct"])
             fields["gen_logprob"].append(ex["gen_logprob"])
             fields["num_tokens"].append(ex["num_tokens"])

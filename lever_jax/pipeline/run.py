@@ -50,9 +50,16 @@ POOLS: dict[str, dict[str, Any]] = {
     # GSM8k code-davinci-002 pool: executed here (LEVER's final-locals result text).
     "gsm8k_code002": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "code002.samples.jsonl.gz")},
     "gsm8k_other_llms": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "other_llms.samples.jsonl.gz")},
-    # HumanEval CodeGen-16B x 100: the bundled file our sandbox executed (about 13 min on 2 cores).
-    "humaneval_codegen16b": {"dataset": "humaneval", "executed": ("humaneval_pool", "codegen16b.executed.jsonl.gz"),
+    # HumanEval CodeGen-16B x 100, like for like: the verifier reads (and candidates group on) the
+    # docstring examples' calls (CodeT's tests where there are none), the hidden tests judge
+    # (scripts/humaneval_visible_pool.py).
+    "humaneval_codegen16b": {"dataset": "humaneval",
+                             "executed": ("humaneval_pool", "codegen16b_docstring.executed.jsonl.gz"),
                              "codet": ("humaneval_pool", "codet_test_results.jsonl.gz")},
+    # Upper bound, not deployable: the hidden tests' calls feed the verifier and the grouping too.
+    "humaneval_codegen16b_hidden_inputs": {"dataset": "humaneval",
+                                           "executed": ("humaneval_pool", "codegen16b.executed.jsonl.gz"),
+                                           "codet": ("humaneval_pool", "codet_test_results.jsonl.gz")},
 }
 
 

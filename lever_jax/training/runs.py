@@ -238,6 +238,7 @@ def train(
     optimizer: OptimizerConfig = OptimizerConfig(),
     pipeline: str = "numpy",
     add_gold: bool = False,
+    gold_mode: str = "execute",
     dropout: bool = True,
     checkpoint_every: int = 1000,
     keep_checkpoints: int = 2,
@@ -281,7 +282,8 @@ def train(
 
     t0 = time.time()
     if pipeline == "numpy":
-        problems = numpy_problems(spec, tok, length, add_gold=add_gold, max_problems=max_train_problems)
+        problems = numpy_problems(spec, tok, length, add_gold=add_gold, gold_mode=gold_mode,
+                                  max_problems=max_train_problems)
     else:
         problems = seqio_problems(train_task, length, max_problems=max_train_problems)
     batcher = TrainBatcher(problems, tok, length, problems_per_batch, candidates_per_problem, seed,

@@ -167,5 +167,7 @@ def load_problems(split: str, variant: str | None = None) -> list[Problem]:
 
 
 def gold_program(problem: Problem) -> str | None:
-    """No gold SQL exists for WikiTQ here (SQUALL's annotations are not bundled)."""
-    return None
+    """The gold SQL in ``context["gold_sql"]`` (SQUALL's, as LEVER's released files carry it in
+    ``gold_program``; the importer copies it), else None (SQUALL's annotations are not bundled)."""
+    sql = problem.context.get("gold_sql")
+    return sql if isinstance(sql, str) and sql.strip() else None

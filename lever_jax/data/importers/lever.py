@@ -22,9 +22,19 @@ use), one JSON object per line:
 ``test_setup_code``, ``challenge_test_list``; Spider ``db_id``, ``question``, ``query``; WikiTQ
 (SQUALL) ``db_id`` (= table id), ``question``, ``query``, ``original_answer`` (target values).
 
+WikiTQ's ``original_answer`` is LEVER's ``|``-joined string (split on ``|``; a list is kept). The
+``gold_program`` dict (``code``, ``lower_code``, ...) gives WikiTQ its gold SQL
+(``context["gold_sql"]``) and MBPP its gold program (else ``metadata.code``); Spider's gold is
+``metadata.query``. Candidates are kept one per program dict, as LEVER's readers keep them (no
+merging of equal programs; ``merge_duplicates=True`` merges identical texts, the older behaviour).
+
 By default only candidates are imported (samples file; re-execute with ``lever-jax execute``).
-``recorded_execution=True`` also fills ``execution`` from ``exec_result``/``exec_match``
-(``details.recorded = true``; result keys are JSON renderings, not our executors' keys).
+``recorded_execution=True`` also fills ``execution`` from ``exec_result``/``exec_match`` the way
+LEVER's readers render and group them (:func:`lever_execution`; ``details.recorded = true``):
+SQL tight dicts become the pandas ``to_string(index=False)`` table (first 5 rows, 5,000
+characters) grouped on the flattened rows; GSM8k dicts become ``str(dict)`` grouped on ``answer``
+(1e-6); MBPP tracing states become LEVER's ``# return: ...`` block grouped on the traced return
+values (any failed call: no group); strings (``ERROR...``) pass through and never group.
 """
 from __future__ import annotations
 
@@ -38,6 +48,8 @@ from typing import Any, Iterator, Mapping
 from lever_jax.data.importers.merge import merge_candidates
 from lever_jax.data.jsonl import DataFileError, PathLike, iter_json_lines
 from lever_jax.data.schema import Candidate, Execution, Problem
+from lever_jax.execution.canonical import canonical_key
+from lever_jax.execution.table_render import render_table
 
 _FILE_NAME = re.compile(r"(?P<dataset>spider|wikitq|gsm8k|mbpp)_\w*verification_(?P<split>train|dev|test)")
 MAX_KEY_CHARS = 512
@@ -63,8 +75,9 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _problem_fields(dataset: str, md: Mapping[str, Any], split: str, index: int) -> tuple[str, str, dict, Any]:
-    """(problem_id, question, context, gold) from a LEVER example."""
+def _problem_fields(dataset: str, md: Mapping[str, Any], split: str, index: int,
+                    gold: Any = None) -> tuple[str, str, dict, Any]:
+    """(problem_id, question, context, gold) from a LEVER example (``gold``: its ``gold_program``)."""
     if dataset == "gsm8k":
         gold = _number(md.get("answer"))
         if gold is None:
@@ -79,15 +92,20 @@ def _problem_fields(dataset: str, md: Mapping[str, Any], split: str, index: int)
             "test_setup_code": md.get("test_setup_code") or "",
             "challenge_test_list": list(md.get("challenge_test_list") or []),
         }
-        return f"mbpp-{int(md['task_id'])}", str(md["text"]), context, md.get("code")
+        gold_code = gold.get("code") if isinstance(gold, Mapping) else None
+        return f"mbpp-{int(md['task_id'])}", str(md["text"]), context, gold_code or md.get("code")
     if dataset == "spider":
         return f"spider-{split}-{index:04d}", str(md["question"]), {"db_id": str(md["db_id"])}, md.get("query")
     if dataset == "wikitq":
         target = md.get("original_answer", md.get("answer"))
         if isinstance(target, str):
-            target = [target]
-        gold = None if target is None else [str(t) for t in target]
-        return f"wikitq-{split}-{index:04d}", str(md["question"]), {"table_id": str(md["db_id"])}, gold
+            target = target.split("|")  # LEVER's wtq_answer_eq splits the gold on '|'
+        context = {"table_id": str(md["db_id"])}
+        gold_sql = gold.get("code") if isinstance(gold, Mapping) else None
+        if isinstance(gold_sql, str) and gold_sql.strip():
+            context["gold_sql"] = gold_sql
+        targets = None if target is None else [str(t) for t in target]
+        return f"wikitq-{split}-{index:04d}", str(md["question"]), context, targets
     raise ValueError(f"unknown dataset {dataset!r}")
 
 
@@ -98,17 +116,69 @@ def _json_key(value: Any) -> str:
     return text
 
 
-def _recorded_execution(dataset: str, pid: str, index: int, exec_result: Any, exec_match: Any) -> Execution:
-    correct = exec_match is True or (not isinstance(exec_match, bool) and exec_match == 1)
+def _exec_match(value: Any) -> bool:
+    return value is True or (not isinstance(value, bool) and value == 1)
+
+
+def _lever_type(type_text: Any) -> str:
+    """LEVER's ``"<class 'int'>".split(" ")[1]`` with quotes and ``>`` removed."""
+    parts = str(type_text).split(" ")
+    return (parts[1] if len(parts) > 1 else parts[0]).replace("'", "").replace(">", "")
+
+
+def _traced_return(state: Any) -> Mapping[str, Any] | None:
+    """The ``_return_val`` record of one MBPP test's tracing state (None: tracing failed)."""
+    if not isinstance(state, Mapping):
+        return None
+    trace = state.get("tracing_local_list")
+    if not isinstance(trace, list) or not trace or not isinstance(trace[-1], Mapping):
+        return None
+    value = trace[-1].get("_return_val")
+    return value if isinstance(value, Mapping) else None
+
+
+def _mbpp_recorded(states: list[Any], error_key: str, correct: bool) -> Execution:
+    lines, key_parts, details = [], [], []
+    for state in states:
+        ret = _traced_return(state)
+        if ret is None:
+            lines.append("# return: ERROR: tracing failed\n\n")
+            details.append({"type": None, "value": None, "error": "tracing failed"})
+        else:
+            value = str(ret.get("str_value", ""))
+            kind = _lever_type(ret.get("type", ""))
+            lines.append(f"# return: ({kind})={'<object list>' if 'object' in value else value}\n\n")
+            details.append({"type": kind, "value": value, "error": None})
+        key_parts.append(None if ret is None else [str(ret.get("type")), str(ret.get("str_value"))])
+    groups = all(isinstance(s, Mapping) and s.get("result") == "passed" for s in states) and None not in key_parts
+    return Execution("ok", _json_key(key_parts) if groups else error_key, "".join(lines), correct=correct,
+                     details={"recorded": True, "tests": details})
+
+
+def lever_execution(dataset: str, pid: str, index: int, exec_result: Any, exec_match: Any) -> Execution:
+    """An :class:`Execution` from LEVER's recorded ``exec_result`` / ``exec_match``, rendered as
+    LEVER's verifier readers render it and keyed as its ``exec_result_eq`` groups (module doc)."""
+    correct = _exec_match(exec_match)
+    error_key = f"!err:{pid}:{index}"
     if isinstance(exec_result, str) or exec_result is None:
-        return Execution("error", f"!err:{pid}:{index}", "ERROR" if exec_result is None else exec_result[:5000],
-                         error=None if exec_result is None else exec_result[:500], correct=False,
+        text = "ERROR" if exec_result is None else exec_result[:5000]
+        return Execution("error", error_key, text, error=text[:500], correct=False, details={"recorded": True})
+    if dataset in ("spider", "wikitq") and isinstance(exec_result, Mapping) and "data" in exec_result:
+        rows = [list(r) if isinstance(r, (list, tuple)) else [r] for r in exec_result.get("data") or []]
+        columns = [str(c) for c in exec_result.get("columns") or []]
+        flat = [cell for row in rows for cell in row]
+        return Execution("ok", canonical_key(flat), render_table(columns, rows), correct=correct,
                          details={"recorded": True})
-    key_value: Any = exec_result
-    if dataset == "gsm8k" and isinstance(exec_result, Mapping) and "answer" in exec_result:
+    if dataset == "gsm8k" and isinstance(exec_result, Mapping):
+        if "answer" not in exec_result:  # LEVER's reader: ERROR; never groups
+            return Execution("error", error_key, "ERROR", error="no answer variable", correct=False,
+                             details={"recorded": True})
         number = _number(exec_result["answer"])
-        key_value = round(number, 6) if number is not None else exec_result["answer"]
-    return Execution("ok", _json_key(key_value), str(exec_result)[:5000], correct=correct,
+        key = canonical_key(number) if number is not None else canonical_key(str(exec_result["answer"]))
+        return Execution("ok", key, str(dict(exec_result)), correct=correct, details={"recorded": True})
+    if dataset == "mbpp" and isinstance(exec_result, list):
+        return _mbpp_recorded(exec_result, error_key, correct)
+    return Execution("ok", _json_key(exec_result), str(exec_result)[:5000], correct=correct,
                      details={"recorded": True})
 
 
@@ -130,7 +200,8 @@ def _code(program: Any) -> str:
 
 def import_lever(path: PathLike, dataset: str | None = None, split: str | None = None,
                  recorded_execution: bool = False, source: str | None = None,
-                 ids_by_question: Mapping[str, str] | None = None) -> Iterator[Problem]:
+                 ids_by_question: Mapping[str, str] | None = None,
+                 merge_duplicates: bool = False) -> Iterator[Problem]:
     """Stream problems from a LEVER verification file (see the module docstring for the layout).
 
     Problem ids: ``mbpp-<task_id>``; otherwise ``ids_by_question[question]`` when given (e.g. the
@@ -143,12 +214,13 @@ def import_lever(path: PathLike, dataset: str | None = None, split: str | None =
     if dataset is None:
         raise ValueError(f"cannot tell the dataset of {path}; pass dataset=")
     source = source or "lever:" + Path(str(path)).name.split(".")[0]
+    record = recorded_execution
     for index, (lineno, obj) in enumerate(iter_json_lines(path)):
         if not isinstance(obj, Mapping):
             raise DataFileError(path, lineno, None, "expected a JSON object")
         md = obj.get("metadata", obj)
         try:
-            pid, question, context, gold = _problem_fields(dataset, md, split, index)
+            pid, question, context, gold = _problem_fields(dataset, md, split, index, obj.get("gold_program"))
         except (KeyError, TypeError, ValueError) as err:
             raise DataFileError(path, lineno, f"metadata.{err.args[0] if err.args else '?'}",
                                 "missing or malformed") from None
@@ -176,10 +248,10 @@ def import_lever(path: PathLike, dataset: str | None = None, split: str | None =
             if not isinstance(count, int) or count < 1:
                 raise DataFileError(path, lineno, field + ".program_count", f"expected an integer >= 1, got {count!r}")
             execution = None
-            if recorded_execution:
+            if record:
                 if "exec_result" not in info or "exec_match" not in info:
                     raise DataFileError(path, lineno, field + ".exec_result", "missing (needed for recorded execution)")
-                execution = _recorded_execution(dataset, pid, i, info["exec_result"], info["exec_match"])
+                execution = lever_execution(dataset, pid, i, info["exec_result"], info["exec_match"])
             candidates.append(Candidate(
                 program=code,
                 gen_logprob=None if gen is None else float(gen),
@@ -189,4 +261,5 @@ def import_lever(path: PathLike, dataset: str | None = None, split: str | None =
                 is_greedy=greedy_code is not None and code == greedy_code,
                 execution=execution,
             ))
-        yield Problem(pid, dataset, question, context, gold, merge_candidates(candidates))
+        yield Problem(pid, dataset, question, context, gold,
+                      merge_candidates(candidates) if merge_duplicates else tuple(candidates))
