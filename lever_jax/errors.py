@@ -32,10 +32,3 @@ def one_line(text: str) -> str:
     """``text`` on one line: its non-blank lines, stripped, joined by ' | '."""
     return " | ".join(line.strip() for line in str(text).splitlines() if line.strip())
 
-
-def check_positive(flag: str, value: float | int | None, allow_none: bool = True) -> None:
-    """UserError naming ``flag`` unless ``value`` > 0 (``None`` passes when ``allow_none``)."""
-    if value is None and allow_none:
-        return
-    if value is None or not value > 0:
-        raise UserError(f"must be > 0, got {value!r}", where=flag)
