@@ -303,16 +303,14 @@ def gin_user_error(exc: BaseException, files: Sequence[str] = (), bindings: Sequ
 
 
 def _required_error(binding: str, files: Sequence[str], bindings: Sequence[str]) -> UserError:
-    """``X = %gin.REQUIRED`` never overridden: name the macro, where it was declared, and any
-    unused (misspelt?) macro."""
+    """``X = %gin.REQUIRED`` never overridden: name the macro, where it was declared, and an
+    unused macro of a similar name (a misspelt override)."""
     macro = re.match(r"(.+)/macro\.value$", binding)
     what = f"macro {macro[1]}" if macro else binding
     defined, used_by = _macro_table()
-    unused = sorted(set(defined) - _reachable_macros(defined, used_by))
-    hint = ""
-    if unused:
-        hint = _suggest(macro[1], unused) if macro else ""
-        hint = hint or f" (unused macros, misspelt? {', '.join(unused)})"
+    unused = set(defined) - _reachable_macros(defined, used_by)
+    close = difflib.get_close_matches(macro[1], sorted(unused), n=1, cutoff=0.6) if macro else []
+    hint = f" (is {close[0]}, which no binding uses, a misspelling of it?)" if close else ""
     where = (_definition_site(macro[1], files, bindings) if macro else None) or "gin"
     return UserError(f"{what} is %gin.REQUIRED and no gin file or --gin_bindings sets it{hint}", where=where)
 
