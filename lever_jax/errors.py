@@ -17,7 +17,9 @@ EXIT_USER_ERROR = 2
 
 
 class UserError(Exception):
-    """A mistake in the user's input. ``where``: ``FILE``, ``FILE:LINE``, ``--flag`` or ``FILE:LINE: FIELD``."""
+    """A mistake in the user's input.
+
+    ``where``: ``FILE``, ``FILE:LINE``, ``--flag`` or ``FILE:LINE: FIELD``."""
 
     def __init__(self, message: str, where: str | None = None) -> None:
         super().__init__(message)

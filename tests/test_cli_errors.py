@@ -25,7 +25,8 @@ def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
                           timeout=120, env=full_env, cwd=REPO)
 
 
-def _assert_user_error(proc: subprocess.CompletedProcess, *fragments: str, prefix: str = "lever-jax: error: ") -> str:
+def _assert_user_error(proc: subprocess.CompletedProcess, *fragments: str,
+                       prefix: str = "lever-jax: error: ") -> str:
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -66,8 +67,9 @@ def test_import_unknown_split(files):
                        "--split: gsm8k has no split 'dev'; splits: train, test")
 
 
-@pytest.mark.parametrize("which, message", [("empty", "empty file"), ("empty_gz", "empty file (gzip holds no data)"),
-                                            ("root", "is a directory"), ("missing", "no such file")])
+@pytest.mark.parametrize("which, message", [
+    ("empty", "empty file"), ("empty_gz", "empty file (gzip holds no data)"),
+    ("root", "is a directory"), ("missing", "no such file")])
 def test_import_bad_input_path(files, which, message):
     path = files["root"] / "nope.jsonl" if which == "missing" else files[which]
     _assert_user_error(_run("import", "--format", "openai", "--dataset", "gsm8k", "--split", "test",
@@ -88,7 +90,8 @@ def test_import_openai_needs_split(files):
 
 def test_import_bad_line_names_file_and_line(files):
     bad = files["root"] / "bad.jsonl"
-    bad.write_text('{"problem_id": "gsm8k-test-0000", "choices": []}\n{"problem_id": "nope", "choices": []}\n')
+    bad.write_text('{"problem_id": "gsm8k-test-0000", "choices": []}\n'
+                   '{"problem_id": "nope", "choices": []}\n')
     _assert_user_error(_run("import", "--format", "openai", "--dataset", "gsm8k", "--split", "test",
                             "--input", str(bad), "--output", str(files["root"] / "o.jsonl")),
                        f"{bad}:2: field 'problem_id'")
@@ -109,7 +112,8 @@ def test_execute_bad_flag_and_directory(files):
 def test_rerank_directory_and_missing_file(files):
     _assert_user_error(_run("rerank", "--input", str(files["root"])), str(files["root"]))
     # cli/rerank.py still prints its own "error: ..." for a DataFileError (its helper's file)
-    _assert_user_error(_run("rerank", "--input", str(files["root"] / "missing.jsonl")), "no such file", prefix="")
+    _assert_user_error(_run("rerank", "--input", str(files["root"] / "missing.jsonl")), "no such file",
+                       prefix="")
 
 
 def test_train_gin_syntax_error(files):

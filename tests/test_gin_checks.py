@@ -113,8 +113,9 @@ def test_failure_inside_a_configurable_is_not_a_user_error():
 def test_plain_gin_parse_required_macro_error_maps_with_suggestion():
     """The dispatcher path (gin parsed without parse_gin_config): gin's finalize error -> one line."""
     with pytest.raises(ValueError) as info:
-        gin.parse_config_files_and_bindings([], ["TRAIN_STEPS = %gin.REQUIRED", "gck_train.steps = %TRAIN_STEPS",
-                                                 "TRAIN_STEPSS = 3"])
+        gin.parse_config_files_and_bindings([], ["TRAIN_STEPS = %gin.REQUIRED",
+                                                 "gck_train.steps = %TRAIN_STEPS", "TRAIN_STEPSS = 3"])
     user = gin_user_error(info.value, bindings=["TRAIN_STEPS = %gin.REQUIRED"])
-    assert str(user) == ("--gin_bindings 'TRAIN_STEPS = %gin.REQUIRED': macro TRAIN_STEPS is %gin.REQUIRED and "
-                         "no gin file or --gin_bindings sets it (is TRAIN_STEPSS, which no binding uses, a misspelling of it?)")
+    assert str(user) == ("--gin_bindings 'TRAIN_STEPS = %gin.REQUIRED': macro TRAIN_STEPS is %gin.REQUIRED "
+                         "and no gin file or --gin_bindings sets it "
+                         "(is TRAIN_STEPSS, which no binding uses, a misspelling of it?)")

@@ -77,9 +77,11 @@ def test_train_log_lines_name_step_and_paths(caplog, tmp_path):
     caplog.set_level(logging.INFO, logger="lever_jax.training")
     metrics = {"oracle_acc": 0.9, "summing_agg_rerank_acc": 0.70833, "num_problems": 48, "random_acc": 0.6}
     line = log_evaluation(120, metrics, best_metric="summing_agg_rerank_acc", seconds=71.8)
-    assert line == "step 120: eval summing_agg_rerank_acc=0.7083 oracle_acc=0.9 random_acc=0.6 (48 problems, 71.8s)"
+    assert line == ("step 120: eval summing_agg_rerank_acc=0.7083 oracle_acc=0.9 random_acc=0.6 "
+                    "(48 problems, 71.8s)")
     line = log_checkpoint(120, tmp_path / "checkpoints", metrics, "summing_agg_rerank_acc")
-    assert line == f"step 120: checkpoint saved to {tmp_path / 'checkpoints' / '120'} (summing_agg_rerank_acc=0.7083)"
+    saved = tmp_path / "checkpoints" / "120"
+    assert line == f"step 120: checkpoint saved to {saved} (summing_agg_rerank_acc=0.7083)"
     assert log_checkpoint(40, tmp_path) == f"step 40: checkpoint saved to {tmp_path / '40'}"
     assert log_written("eval", tmp_path / "a.json", "b.json") == f"eval wrote {tmp_path / 'a.json'}, b.json"
     assert [r.getMessage() for r in caplog.records][0].startswith("step 120: eval")

@@ -49,7 +49,8 @@ def check_split(dataset: str, split: str | None, flag: str = "--split") -> None:
     from lever_jax.data.datasets import DATASET_MODULES, splits
 
     if dataset not in DATASET_MODULES:
-        raise UserError(f"unknown dataset {dataset!r}; known: {', '.join(DATASET_MODULES)}", where="--dataset")
+        known_datasets = ", ".join(DATASET_MODULES)
+        raise UserError(f"unknown dataset {dataset!r}; known: {known_datasets}", where="--dataset")
     known = splits(dataset)
     if split not in known:
         raise UserError(f"{dataset} has no split {split!r}; splits: {', '.join(known)}", where=flag)

@@ -42,7 +42,9 @@ class LogProgress:
         self.total, self.n, self.desc, self.unit = total, initial, desc, unit
         self.file = file
         self.disable = disable
-        self.interval = float(os.environ.get(INTERVAL_ENV, DEFAULT_INTERVAL_S)) if interval is None else interval
+        if interval is None:
+            interval = float(os.environ.get(INTERVAL_ENV, DEFAULT_INTERVAL_S))
+        self.interval = interval
         self._start_n = initial
         self._start = self._last = time.monotonic()
         self._postfix = ""
@@ -79,7 +81,8 @@ class LogProgress:
         if time.monotonic() - self._last >= self.interval:
             self._emit()
 
-    def set_postfix(self, ordered_dict: dict[str, Any] | None = None, refresh: bool = True, **kwargs: Any) -> None:
+    def set_postfix(self, ordered_dict: dict[str, Any] | None = None, refresh: bool = True,
+                    **kwargs: Any) -> None:
         items = {**(ordered_dict or {}), **kwargs}
         self._postfix = ", ".join(f"{k}={v}" for k, v in items.items())
 

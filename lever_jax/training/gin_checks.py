@@ -144,7 +144,8 @@ def macros_referenced_in(directory: str | os.PathLike) -> set[str]:
     return names
 
 
-def check_unused_macros(files: Sequence[str] = (), bindings: Sequence[str] = (), allow: Iterable[str] = ()) -> None:
+def check_unused_macros(files: Sequence[str] = (), bindings: Sequence[str] = (),
+                        allow: Iterable[str] = ()) -> None:
     """Alias of :func:`check_macros` (undefined macros are checked as well)."""
     check_macros(files, bindings, allow)
 
@@ -258,7 +259,8 @@ def _tidy(message: str, exc: BaseException | None = None) -> str:
     return first.rstrip(":").rstrip()
 
 
-def gin_user_error(exc: BaseException, files: Sequence[str] = (), bindings: Sequence[str] = ()) -> UserError | None:
+def gin_user_error(exc: BaseException, files: Sequence[str] = (),
+                   bindings: Sequence[str] = ()) -> UserError | None:
     """The one-line :class:`UserError` a gin parse/binding/required-binding error stands for;
     None when ``exc`` is not a gin configuration mistake (a failure inside a configurable's body).
     ``files``/``bindings`` (what was parsed) help name the line of a ``%gin.REQUIRED`` macro."""
