@@ -6,7 +6,7 @@ from pathlib import Path
 import gin
 import pytest
 
-from lever_jax.errors import UserError
+from lever_jax.data.errors import UserError
 from lever_jax.training.gin_checks import gin_user_error, macros_referenced_in, parse_gin_config
 
 

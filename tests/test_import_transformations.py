@@ -106,7 +106,7 @@ def test_cli_stop_flag_decodes_escapes_and_overrides(tmp_path, gsm8k, capsys):
 
 def test_lever_format_rejects_openai_only_flags(tmp_path):
     from lever_jax.cli.import_samples import _problems
-    from lever_jax.errors import UserError
+    from lever_jax.data.errors import UserError
     import argparse
 
     args = argparse.Namespace(format="lever", stop=["x"], stop_preset="safe", fences="strip", dataset="mbpp",

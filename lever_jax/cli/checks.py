@@ -9,7 +9,12 @@ import gzip
 import os
 from pathlib import Path
 
-from lever_jax.errors import UserError
+from lever_jax.data.errors import UserError
+
+
+def user_error(message: str, where: str | None = None) -> UserError:
+    """A :class:`UserError` reading ``WHERE: message`` (``where``: a file, ``FILE:LINE``, a flag)."""
+    return UserError(f"{where}: {message}" if where else message)
 
 
 def check_positive(flag: str, value: float | int | None, allow_none: bool = True) -> None:
@@ -17,7 +22,7 @@ def check_positive(flag: str, value: float | int | None, allow_none: bool = True
     if value is None and allow_none:
         return
     if value is None or not value > 0:
-        raise UserError(f"must be > 0, got {value!r}", where=flag)
+        raise user_error(f"must be > 0, got {value!r}", where=flag)
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty: bool = False) -> None:
@@ -25,23 +30,23 @@ def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty
     p = Path(path)
     where = f"{flag} {path}"
     if not p.exists():
-        raise UserError("no such file", where=where)
+        raise user_error("no such file", where=where)
     if p.is_dir():
-        raise UserError("is a directory, expected a file", where=where)
+        raise user_error("is a directory, expected a file", where=where)
     if not os.access(p, os.R_OK):
-        raise UserError("not readable (permission denied)", where=where)
+        raise user_error("not readable (permission denied)", where=where)
     if allow_empty:
         return
     if p.stat().st_size == 0:
-        raise UserError("empty file", where=where)
+        raise user_error("empty file", where=where)
     if str(p).endswith(".gz"):
         try:
             with gzip.open(p, "rb") as handle:
                 head = handle.read(1)
         except (OSError, EOFError) as err:
-            raise UserError(f"not a readable gzip file ({err})", where=where) from None
+            raise user_error(f"not a readable gzip file ({err})", where=where) from None
         if not head:
-            raise UserError("empty file (gzip holds no data)", where=where)
+            raise user_error("empty file (gzip holds no data)", where=where)
 
 
 def check_split(dataset: str, split: str | None, flag: str = "--split") -> None:
@@ -50,7 +55,7 @@ def check_split(dataset: str, split: str | None, flag: str = "--split") -> None:
 
     if dataset not in DATASET_MODULES:
         known_datasets = ", ".join(DATASET_MODULES)
-        raise UserError(f"unknown dataset {dataset!r}; known: {known_datasets}", where="--dataset")
+        raise user_error(f"unknown dataset {dataset!r}; known: {known_datasets}", where="--dataset")
     known = splits(dataset)
     if split not in known:
-        raise UserError(f"{dataset} has no split {split!r}; splits: {', '.join(known)}", where=flag)
+        raise user_error(f"{dataset} has no split {split!r}; splits: {', '.join(known)}", where=flag)

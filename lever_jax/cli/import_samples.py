@@ -77,20 +77,20 @@ def resolve_stops(preset: str, stops: list[str] | None, dataset: str) -> tuple[s
 def _problems(args: argparse.Namespace, stats: dict[str, Any]) -> Iterator[Any]:
     from lever_jax.cli.checks import check_split
     from lever_jax.data.importers import completions, lever
-    from lever_jax.errors import UserError
+    from lever_jax.cli.checks import user_error
 
     if args.format == "lever":
         if args.stop is not None or args.stop_preset != "safe" or args.fences != "strip":
-            raise UserError("applies to --format openai/vllm only (LEVER's files hold cut programs)",
+            raise user_error("applies to --format openai/vllm only (LEVER's files hold cut programs)",
                             where="--stop/--stop-preset/--fences")
         dataset = args.dataset or lever.infer_dataset_split(args.input)[0]
         if dataset is None:
-            raise UserError(f"cannot tell the dataset from the file name {args.input!r} (expected "
+            raise user_error(f"cannot tell the dataset from the file name {args.input!r} (expected "
                             "<dataset>_..._verification_<split>.jsonl); pass --dataset", where="--dataset")
         ids = _gsm8k_ids() if dataset == "gsm8k" else None
         return lever.import_lever(args.input, dataset, args.split, args.recorded_execution, args.source, ids)
     if not args.dataset or not args.split:
-        raise UserError(f"--format {args.format} needs --dataset and --split (the problems' source)",
+        raise user_error(f"--format {args.format} needs --dataset and --split (the problems' source)",
                         where="--dataset/--split")
     check_split(args.dataset, args.split)
     from lever_jax.data.datasets import load_problems

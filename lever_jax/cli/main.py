@@ -1,7 +1,7 @@
 """The ``lever-jax`` console script: a thin dispatcher over the subcommand modules in ``lever_jax.cli``.
 
 Error convention (one place for every subcommand): a user mistake -- a
-:class:`lever_jax.errors.UserError`, a ``DataFileError`` (a data file's path, line and field), a
+:class:`lever_jax.data.errors.UserError` (``DataFileError`` is one: a data file's path, line and field), a
 bad flag (argparse), a path that is missing / a directory / unreadable, a gin mistake -- prints ONE
 line ``lever-jax: error: WHERE: message`` to stderr and exits 2, no traceback. Any other exception
 is a runtime failure: one line naming the exception, exit 1; the traceback is printed only with
@@ -17,9 +17,11 @@ import sys
 import traceback
 from typing import Any, Callable, NoReturn, Sequence
 
-from lever_jax.errors import EXIT_RUNTIME_ERROR, EXIT_USER_ERROR, UserError, one_line
+from lever_jax.data.errors import UserError
 
 PROG = "lever-jax"
+EXIT_RUNTIME_ERROR = 1
+EXIT_USER_ERROR = 2
 DEBUG_ENV = "LEVER_JAX_DEBUG"
 
 # (subcommand, module, one-line help). Modules are imported only when their command runs.
@@ -43,7 +45,7 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog[len(PROG):].strip() if self.prog.startswith(PROG) else self.prog
         hint = f" (see `{self.prog} --help`)"
-        raise UserError(message + hint, where=command or None)
+        raise UserError(f"{command}: {message}{hint}" if command else message + hint)
 
 
 def _available_commands() -> list[tuple[str, str, str]]:
@@ -68,13 +70,20 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _data_file_errors() -> tuple[type[BaseException], ...]:
+def one_line(text: str) -> str:
+    """``text`` on one line: its non-blank lines, stripped, joined by ' | ' (gin's "In call to
+    configurable ..." context lines, appended to errors raised inside configurables, dropped)."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    kept = [line for line in lines[1:] if not line.startswith("In call to configurable")]
+    return " | ".join(lines[:1] + kept)
+
+
+def _schema_errors() -> tuple[type[BaseException], ...]:
     try:
-        from lever_jax.data.jsonl import DataFileError
         from lever_jax.data.schema import SchemaError
     except Exception:  # noqa: BLE001 - classification must never raise
         return ()
-    return DataFileError, SchemaError
+    return (SchemaError,)
 
 
 _PATH_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
@@ -84,10 +93,10 @@ def as_user_error(exc: BaseException) -> UserError | None:
     """The user mistake ``exc`` stands for, or None when it is a runtime failure."""
     if isinstance(exc, UserError):
         return exc
-    if isinstance(exc, _data_file_errors()):
+    if isinstance(exc, _schema_errors()):
         return UserError(str(exc))
     if isinstance(exc, _PATH_ERRORS) and getattr(exc, "filename", None):
-        return UserError(exc.strerror or type(exc).__name__, where=str(exc.filename))
+        return UserError(f"{exc.filename}: {exc.strerror or type(exc).__name__}")
     if isinstance(exc, SystemExit) and isinstance(exc.code, str):
         return UserError(exc.code)
     if "gin" in sys.modules:

@@ -36,7 +36,7 @@ def main(args: argparse.Namespace) -> int:
     from lever_jax.cli.checks import check_positive, check_split
     from lever_jax.data import jsonl, prompts
     from lever_jax.data.datasets import load_problems
-    from lever_jax.errors import UserError
+    from lever_jax.cli.checks import user_error
 
     check_split(args.dataset, args.split)
     check_positive("--limit", args.limit)
@@ -55,5 +55,5 @@ def main(args: argparse.Namespace) -> int:
             n = jsonl.write_json_lines(args.output, records)
             print(f"wrote {n} prompts to {args.output}", file=sys.stderr)
     except NotImplementedError as err:
-        raise UserError(str(err), where="--dataset") from None
+        raise user_error(str(err), where="--dataset") from None
     return 0

@@ -4,7 +4,7 @@ gin reports a mistake as a 24-34 line traceback (and a misspelt macro, ``TRAIN_S
 all: it is just another unused macro). :func:`parse_gin_config` parses files and bindings, checks
 the macros (:func:`check_macros`: every ``%NAME`` defined, every defined macro used by some
 binding, with a did-you-mean) before gin's own ``finalize`` hooks run, and turns gin's
-exceptions into :class:`lever_jax.errors.UserError` via :func:`gin_user_error` -- one line,
+exceptions into :class:`lever_jax.data.errors.UserError` via :func:`gin_user_error` -- one line,
 ``FILE:LINE: message`` where gin gives the place. ``lever_jax.cli.main`` maps any exception
 through :func:`gin_user_error` too, so a mistake found at call time (a required binding
 missing) is one line as well.
@@ -24,13 +24,18 @@ from typing import Any, Iterable, Iterator, Sequence
 import gin
 from gin import config as gin_config
 
-from lever_jax.errors import UserError
+from lever_jax.data.errors import UserError
 
 _GIN_DIR = str(Path(gin.__file__).resolve().parent)
 _PARSE_FUNCTIONS = {"parse_config", "parse_config_file", "parse_config_files_and_bindings", "finalize"}
 _IN_FILE = re.compile(r'In file "(?P<file>[^"]*)",? line (?P<line>\d+)')
 _IN_BINDINGS = re.compile(r"In bindings string line (?P<line>\d+)")
 _MACRO_SELECTOR = "gin.macro"
+
+
+def _error(message: str, where: str | None = None) -> UserError:
+    """A :class:`UserError` reading ``WHERE: message`` (``where``: a file, ``FILE:LINE``, a flag)."""
+    return UserError(f"{where}: {message}" if where else message)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -119,14 +124,14 @@ def check_macros(files: Sequence[str] = (), bindings: Sequence[str] = (), allow:
     defined, used_by = _macro_table()
     for name, keys in sorted(used_by.items()):
         if name not in defined:
-            raise UserError(f"macro %{name} is used but never defined{_suggest(name, defined, '%')}",
+            raise _error(f"macro %{name} is used but never defined{_suggest(name, defined, '%')}",
                             where=f"gin binding {keys[0]}")
     unused = sorted(set(defined) - _reachable_macros(defined, used_by) - set(allow))
     if unused:
         name = unused[0]
         others = f" (also unused: {', '.join(unused[1:])})" if len(unused) > 1 else ""
         hint = _suggest(name, set(defined) - set(unused), "")
-        raise UserError(f"macro {name} is defined but no binding uses it{hint}{others}",
+        raise _error(f"macro {name} is defined but no binding uses it{hint}{others}",
                         where=_definition_site(name, files, bindings) or "gin")
 
 
@@ -275,17 +280,17 @@ def gin_user_error(exc: BaseException, files: Sequence[str] = (),
         required = isinstance(exc, RuntimeError) and message.startswith("Required bindings for")
         if not (_innermost_is_gin(exc) and required):
             return None
-        return UserError(_tidy(message).replace("not provided in config", "not bound by any gin file or "
+        return _error(_tidy(message).replace("not provided in config", "not bound by any gin file or "
                                                 "--gin_bindings"), where="gin")
     macro = re.match(r"No bindings specified for '([^']+)/gin\.macro'", message)
     if macro:
         defined, used_by = _macro_table()
         keys = used_by.get(macro[1], [])
-        return UserError(f"macro %{macro[1]} is used but never defined{_suggest(macro[1], defined, '%')}",
+        return _error(f"macro %{macro[1]} is used but never defined{_suggest(macro[1], defined, '%')}",
                          where=f"gin binding {keys[0]}" if keys else "gin")
     if isinstance(exc, SyntaxError) and getattr(exc, "lineno", None):
         where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"--gin_bindings line {exc.lineno}"
-        return UserError(_tidy(exc.msg or message), where=where)
+        return _error(_tidy(exc.msg or message), where=where)
     located = _IN_FILE.search(message)
     in_bindings = _IN_BINDINGS.search(message)
     if located:
@@ -301,7 +306,7 @@ def gin_user_error(exc: BaseException, files: Sequence[str] = (),
     required = re.match(r"(\S+) set to `%gin.REQUIRED` but not subsequently overridden", text)
     if required:
         return _required_error(required[1], files, bindings)
-    return UserError(text + _hint(message), where=where)
+    return _error(text + _hint(message), where=where)
 
 
 def _required_error(binding: str, files: Sequence[str], bindings: Sequence[str]) -> UserError:
@@ -314,5 +319,5 @@ def _required_error(binding: str, files: Sequence[str], bindings: Sequence[str])
     close = difflib.get_close_matches(macro[1], sorted(unused), n=1, cutoff=0.6) if macro else []
     hint = f" (is {close[0]}, which no binding uses, a misspelling of it?)" if close else ""
     where = (_definition_site(macro[1], files, bindings) if macro else None) or "gin"
-    return UserError(f"{what} is %gin.REQUIRED and no gin file or --gin_bindings sets it{hint}", where=where)
+    return _error(f"{what} is %gin.REQUIRED and no gin file or --gin_bindings sets it{hint}", where=where)
 
