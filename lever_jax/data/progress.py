@@ -1,8 +1,8 @@
 """Progress bars that stay readable in a CI log: tqdm on a terminal, periodic one-line logs elsewhere.
 
 tqdm redraws its bar with carriage returns; written to a file or a CI log that becomes one
-ever-growing line (``lever-jax execute`` over a pool leaves hundreds of redraws on one line). :func:`progress_bar`
-returns a real tqdm bar when its stream is a terminal and otherwise a :class:`LogProgress`, which
+ever-growing line (``lever-jax execute`` over a pool leaves hundreds of redraws on one line).
+:func:`progress_bar` returns a real tqdm bar when its stream is a terminal and otherwise a :class:`LogProgress`, which
 prints a complete line (``execute gsm8k: 1200/5000 prog (24%), 35.1 prog/s, eta 1m48s, cached=3``)
 at most every ``LEVER_JAX_PROGRESS_INTERVAL`` seconds (default 30) and once at the end. Both take
 tqdm's arguments and offer the methods the project uses (``update``, ``set_postfix``,
