@@ -135,17 +135,19 @@ def check_macros(files: Sequence[str] = (), bindings: Sequence[str] = (), allow:
                         where=_definition_site(name, files, bindings) or "gin")
 
 
-def macros_referenced_in(directory: str | os.PathLike) -> set[str]:
-    """Names ``NAME`` of every ``%NAME`` in the ``*.gin`` files under ``directory``.
+def macros_referenced_in(*directories: str | os.PathLike) -> set[str]:
+    """Names ``NAME`` of every ``%NAME`` in the ``*.gin`` files under ``directories`` (missing ones
+    are skipped).
 
     Pass it as ``allow``/``allow_unused`` so that a macro the project's own run files use (a task
     file sets both ``MIXTURE_OR_TASK_NAME`` for train.gin and ``EVAL_MIXTURE_OR_TASK_NAME`` for
     eval.gin) is not an error when only one of the two run files is parsed; a misspelling is in
     no file and still is."""
     names: set[str] = set()
-    for path in sorted(Path(directory).rglob("*.gin")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        names.update(m[1] for m in re.finditer(r"%([A-Za-z_][\w./]*)", text) if not m[1].startswith("gin."))
+    for directory in directories:
+        for path in sorted(Path(directory).rglob("*.gin")) if Path(directory).is_dir() else ():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            names.update(m[1] for m in re.finditer(r"%([A-Za-z_][\w./]*)", text) if not m[1].startswith("gin."))
     return names
 
 
