@@ -168,3 +168,21 @@ def test_data_file_error_is_a_user_error(capsys):
     exc = DataFileError("f.jsonl", 3, "candidates", "expected a list")
     assert cli.run_command(_fails_with(exc), argparse.Namespace(), "x", debug=False) == 2
     assert capsys.readouterr().err == f"lever-jax: error: {exc}\n"
+
+
+def test_user_error_inside_a_gin_configurable_drops_gins_context(capsys):
+    import gin
+
+    @gin.configurable
+    def cli_errors_train(task: str = "x") -> None:
+        raise UserError(f"no lever task {task!r}")
+
+    def func(args: argparse.Namespace) -> int:
+        gin.clear_config()
+        gin.parse_config(["cli_errors_train.task = 'nope'"])
+        cli_errors_train()
+        return 0
+
+    assert cli.run_command(func, argparse.Namespace(), "train", debug=False) == 2
+    gin.clear_config()
+    assert capsys.readouterr().err == "lever-jax: error: no lever task 'nope'\n"
