@@ -121,7 +121,11 @@ def test_cut_and_logprob_prefix() -> None:
 
 def test_import_openai_layouts() -> None:
     base = load_problems("gsm8k", "test")[:5]
-    out = list(completions.import_completions(FIXTURES / "openai_completions.jsonl", base, source="openai"))
+    from lever_jax.data.prompts import STOP_SEQUENCES
+
+    # LEVER's generation stop ("\n\n"): the chat reply below is cut at its blank line
+    out = list(completions.import_completions(FIXTURES / "openai_completions.jsonl", base,
+                                              stops=STOP_SEQUENCES["gsm8k"], source="openai"))
     assert [p.problem_id for p in out] == ["gsm8k-test-0000", "gsm8k-test-0001", "gsm8k-test-0002"]
     p0 = out[0]
     assert [(c.program, c.count) for c in p0.candidates] == [("n = 16 - 3 - 4\nanswer = n * 2", 1), ("answer = 18", 2)]
@@ -178,8 +182,12 @@ def test_cli_import_lever_and_openai(tmp_path: Path, capsys) -> None:
     out = tmp_path / "mbpp.jsonl.gz"
     assert cli_main(["import", "--format", "lever", "--input", str(FIXTURES / "mbpp_codex_verification_test.jsonl"),
                      "--output", str(out)]) == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
-        "problems": 1, "candidates": 2, "samples": 2, "with_logprobs": 2}
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    summary = json.loads(captured.err.strip().splitlines()[-1])
+    assert {k: summary[k] for k in ("problems", "candidates", "samples", "with_logprobs",
+                                    "problems_mixed_logprobs")} == {
+        "problems": 1, "candidates": 2, "samples": 2, "with_logprobs": 2, "problems_mixed_logprobs": 0}
     (p,) = jsonl.read_problems(out)
     assert p.problem_id == "mbpp-11"
     out2 = tmp_path / "gsm.jsonl"

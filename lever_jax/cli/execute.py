@@ -19,6 +19,7 @@ import dataclasses
 import sys
 from typing import Any
 
+from lever_jax.cli.checks import check_input_file, check_positive
 from lever_jax.data.schema import DATASETS
 
 
@@ -48,9 +49,10 @@ def main(args: argparse.Namespace) -> int:
     from lever_jax.execution.runner import RunStats, execute_problems
     from lever_jax.execution.sandbox import Sandbox
 
-    if args.timeout <= 0 or args.memory_mb <= 0 or (args.workers is not None and args.workers <= 0):
-        print("error: --timeout, --memory-mb and --workers must be positive", file=sys.stderr)
-        return 2
+    check_positive("--timeout", args.timeout, allow_none=False)
+    check_positive("--memory-mb", args.memory_mb, allow_none=False)
+    check_positive("--workers", args.workers)
+    check_input_file(args.input)
     executor = get_executor(args.dataset)
     limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
                                  memory_mb=args.memory_mb)
@@ -73,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
             yield problem
 
     cache = None if args.no_cache else ExecutionCache(args.cache_dir)
-    try:
+    try:  # a DataFileError (bad line) reaches the dispatcher: one line, exit 2
         with Sandbox(workers=args.workers, limits=limits) as sandbox:
             problems = checked(read_problems(args.input))
             if args.dataset == "humaneval":
@@ -85,9 +87,6 @@ def main(args: argparse.Namespace) -> int:
                 executed = execute_problems(problems, executor, sandbox, cache, progress=not args.no_progress,
                                             stats=stats)
             count = write_problems(args.output, counted(executed))
-    except DataFileError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     finally:
         if cache is not None:
             cache.close()

@@ -33,9 +33,13 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from lever_jax.cli.checks import check_positive, check_split
     from lever_jax.data import jsonl, prompts
     from lever_jax.data.datasets import load_problems
+    from lever_jax.cli.checks import user_error
 
+    check_split(args.dataset, args.split)
+    check_positive("--limit", args.limit)
     problems = load_problems(args.dataset, args.split, args.variant)
     if args.limit is not None:
         problems = problems[: args.limit]
@@ -51,6 +55,5 @@ def main(args: argparse.Namespace) -> int:
             n = jsonl.write_json_lines(args.output, records)
             print(f"wrote {n} prompts to {args.output}", file=sys.stderr)
     except NotImplementedError as err:
-        print(f"lever-jax prompts: {err}", file=sys.stderr)
-        return 2
+        raise user_error(str(err), where="--dataset") from None
     return 0

@@ -44,7 +44,13 @@ def main(args: argparse.Namespace) -> int:
     from lever_jax.execution.registry import get_executor
     from lever_jax.execution.runner import execute_problems
     from lever_jax.execution.sandbox import Sandbox
+    from lever_jax.cli.checks import check_positive, check_split
 
+    check_split(args.dataset, args.split)
+    check_positive("--limit", args.limit)
+    check_positive("--workers", args.workers)
+    check_positive("--timeout", args.timeout, allow_none=False)
+    check_positive("--memory-mb", args.memory_mb, allow_none=False)
     problems = load_problems(args.dataset, args.split, args.variant)
     if args.limit is not None:
         problems = problems[: args.limit]
