@@ -50,7 +50,7 @@ def main(args: argparse.Namespace) -> int:
 
     from lever_jax.pipeline import run as run_lib
 
-    from lever_jax.training.launch import gin_error, gin_search_paths
+    from lever_jax.training.launch import parse_gin_files
 
     if args.quick and args.gin_file:
         raise UserError("--quick selects gin_configs/runs/demo_quick.gin; with --gin_file, include that file "
@@ -67,12 +67,7 @@ def main(args: argparse.Namespace) -> int:
     if args.no_progress:
         bindings.append("RunConfig.progress = False")
     gin.clear_config()
-    for root in gin_search_paths():
-        gin.add_config_file_search_path(str(root))
-    try:
-        gin.parse_config_files_and_bindings(files, bindings)
-    except Exception as err:  # gin's parse / binding errors: one line for the user
-        raise gin_error(err) from None
+    parse_gin_files(files, bindings)
     out = args.out or ("results/demo_quick" if args.quick else "results/demo")
     argv = sys.argv[1:]
     command = "lever-jax " + " ".join(shlex.quote(a) for a in argv) if argv[:1] == ["run"] \

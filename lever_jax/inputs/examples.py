@@ -39,6 +39,7 @@ import gin
 
 from lever_jax.data import folds as folds_lib
 from lever_jax.data.bundled import bundled_path
+from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import DataFileError, iter_json_lines, read_problems
 from lever_jax.data.schema import Problem
 from lever_jax.inputs.serialize import SerializeOptions, serialize, target_text, truncation_side
@@ -58,6 +59,13 @@ DEFAULT_DEV_FRACTION = folds_lib.DEFAULT_DEV_FRACTION
 FOLD_ROLES = ("train", "dev", "eval")
 SUFFIXES = (".executed.jsonl.gz", ".executed.jsonl")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+class UnknownTaskError(UserError, KeyError):
+    """A task name that no data dir or bundled pool provides (a user mistake; also a KeyError)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +272,7 @@ def find_spec(name: str, data_dir: str | os.PathLike | None = None) -> TaskSpec:
     for spec in specs:
         if spec.name == name:
             return spec
-    raise KeyError(f"no lever task {name!r}; found: {', '.join(s.name for s in specs) or 'none'} "
+    raise UnknownTaskError(f"no lever task {name!r}; found: {', '.join(s.name for s in specs) or 'none'} "
                    f"(data dir: argument, gin discover_specs.data_dir or ${DATA_DIR_ENV})")
 
 

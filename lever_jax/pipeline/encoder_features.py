@@ -145,7 +145,7 @@ def encode_cached(encoder_factory, config: FeatureConfig, segment: str, texts: S
     ``encoder_factory()`` is called only when something is missing, so a fully cached run never
     loads the encoder. Returns float32 [len(texts), dim].
     """
-    from tqdm import tqdm
+    from lever_jax.data.progress import progress_bar
 
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
@@ -155,7 +155,7 @@ def encode_cached(encoder_factory, config: FeatureConfig, segment: str, texts: S
     missing = [i for i, p in enumerate(paths) if not p.exists()]
     if missing:
         encoder = encoder_factory()
-        bar = tqdm(total=sum(len(chunks[i]) for i in missing), desc=f"encode {segment}", unit="text",
+        bar = progress_bar(total=sum(len(chunks[i]) for i in missing), desc=f"encode {segment}", unit="text",
                    disable=not progress, smoothing=0.1)
         for i in missing:
             vectors = encoder.encode(chunks[i], max_len, keep, progress=bar)

@@ -179,7 +179,7 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
                seed: int, progress: bool) -> np.ndarray:
     """Train on the other folds (minus a dev slice), keep the best-dev-loss checkpoint, score the fold."""
     import jax
-    from tqdm import tqdm
+    from lever_jax.data.progress import progress_bar
 
     from lever_jax.training.checkpoints import Checkpointer, abstract_like
 
@@ -196,7 +196,7 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
         if start:
             state, _ = ckpt.restore(start, abstract_like(state))
             _log(f"fold {fold}: resuming at step {start}")
-        bar = tqdm(total=cfg.steps, initial=start, desc=f"train fold {fold}", unit="step", disable=not progress)
+        bar = progress_bar(total=cfg.steps, initial=start, desc=f"train fold {fold}", unit="step", disable=not progress)
         last: dict[str, float] = {}
 
         def on_step(step: int, aux: dict) -> None:

@@ -63,26 +63,22 @@ def gin_search_paths(extra: list[str] = ()) -> list[Path]:
     return roots + [Path(p) for p in extra]
 
 
-def parse_gin(args: argparse.Namespace) -> None:
-    """Parse the gin files and bindings; a gin mistake becomes a one-line UserError."""
-    for path in gin_search_paths(args.gin_search_paths):
+def parse_gin_files(files: list[str], bindings: list[str], extra_paths: list[str] = ()) -> None:
+    """Parse gin files + bindings (search paths: :func:`gin_search_paths`); every gin mistake,
+    including a binding of a macro that no file uses (a misspelt name), is one UserError."""
+    from lever_jax.training.gin_checks import macros_referenced_in, parse_gin_config
+
+    roots = gin_search_paths(list(extra_paths))
+    for path in roots:
         gin.add_config_file_search_path(str(path))
+    parse_gin_config(files, bindings, allow_unused=macros_referenced_in(*(r / "gin_configs" for r in roots)))
+
+
+def parse_gin(args: argparse.Namespace) -> None:
+    """Parse the command's gin files, data flags and --gin_bindings."""
     if not args.gin_file:
         raise UserError("at least one --gin_file is required (e.g. gin_configs/runs/smoke.gin)")
-    bindings = data_bindings(args) + list(args.gin_bindings)
-    try:
-        gin.parse_config_files_and_bindings(args.gin_file, bindings)
-    except Exception as err:  # gin raises ValueError / KeyError / IOError / its ParseError
-        raise gin_error(err) from None
-
-
-def gin_error(err: BaseException) -> UserError:
-    """One line from a gin parse or binding error (gin's messages span many lines)."""
-    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    where = next((line for line in lines if line.startswith("In file") or "line " in line), "")
-    head = lines[0] if lines else type(err).__name__
-    return UserError(f"gin: {head}" + (f" ({where})" if where and where != head else ""))
+    parse_gin_files(args.gin_file, data_bindings(args) + list(args.gin_bindings), args.gin_search_paths)
 
 
 class _DropOrbaxNoise(logging.Filter):

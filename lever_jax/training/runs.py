@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -325,10 +324,9 @@ class _Loop:
     def run(self, state: Any, start: int, train_steps: int, progress: bool) -> dict[str, Any]:
         bar = None
         if progress:
-            from tqdm import tqdm
+            from lever_jax.data.progress import progress_bar
 
-            bar = tqdm(total=train_steps, initial=start, unit="step", dynamic_ncols=True, file=sys.stderr,
-                       disable=not sys.stderr.isatty())
+            bar = progress_bar(total=train_steps, initial=start, desc="train", unit="step", dynamic_ncols=True)
         record: dict[str, Any] = {}
         self._interval = (time.time(), 0.0, 0)
         pending: list[Any] = []
