@@ -57,8 +57,13 @@ class _Worker:
 class Sandbox:
     """Process pool for untrusted code. Use as a context manager (or call :meth:`close`)."""
 
-    def __init__(self, workers: int | None = None, limits: Limits = Limits(), preload: Iterable[str] = ()):
+    def __init__(self, workers: int | None = None, limits: Limits = Limits(), preload: Iterable[str] = (),
+                 readable: Iterable[str | os.PathLike] = ()):
+        """``readable``: extra host paths (databases, data) tasks may read; with the private mount
+        view (``protections()["mount_view"]``) nothing else outside the interpreter and this
+        package exists for them."""
         self.limits = limits
+        self._readable = [os.path.abspath(os.fspath(r)) for r in readable]
         self.num_workers = max(1, workers or os.cpu_count() or 1)
         self._preload = list(preload)
         # Each slot gets its own uid, unique to this Sandbox, so that a task can signal nothing
@@ -178,7 +183,7 @@ class Sandbox:
     def _spawn(self, slot: int) -> _Worker:
         config = {
             "uid": self._uid_base + slot,
-            "limits": {**dataclasses.asdict(self.limits), "preload": self._preload},
+            "limits": {**dataclasses.asdict(self.limits), "preload": self._preload, "readable": self._readable},
         }
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)

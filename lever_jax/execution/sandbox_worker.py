@@ -106,6 +106,9 @@ class Worker:
         self.functions: dict[str, Callable[[Any], Any]] = {}
         self.protections: dict[str, Any] = {}
         self.base = ""
+        self.view = ""
+        self.pid_ns_fd = -1
+        self.broken = False  # a clean-up failed: the zygote exits after this task and is replaced
 
     # -- set-up (in the router, before any zygote is forked: namespaces are inherited) ----------
     def setup(self) -> None:
@@ -126,6 +129,7 @@ class Worker:
         if p["mount_namespace"]:
             # Let the unprivileged task import the stdlib even if it lives under /root (0700).
             p["exposed_paths"] = isolation.expose_paths(wanted)
+        self._setup_view(wanted)
         p["drop_privileges"] = bool(root and self.uid is not None)
         p["task_uid"] = self.uid if p["drop_privileges"] else os.geteuid()
         # RLIMIT_NPROC counts processes per uid and is ignored for root: it only means
@@ -138,8 +142,44 @@ class Worker:
         if p["drop_privileges"]:
             isolation.kill_uid(self.uid)  # leftovers of a replaced worker in this slot
 
+    def _setup_view(self, wanted: list[str]) -> None:
+        """The task's own mount view, PID and IPC namespaces (each reported; each may be refused)."""
+        p = self.protections
+        self.view = ""
+        if p["mount_namespace"]:
+            view = tempfile.mkdtemp(prefix="lever-view-")
+            package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            readable = [str(r) for r in self.limits.get("readable", ())]
+            paths = [w for w in wanted if w != os.path.dirname(package)] + [package] + readable
+            if isolation.build_view(view, paths):
+                self.view = view
+        p["mount_view"] = bool(self.view)
+        p["per_task_tmpfs"] = bool(self.view)
+        self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        p["pid_namespace"] = p["ipc_namespace"] = p["private_proc"] = False
+        # Probe once, as a zygote will: a child in a fresh PID namespace (its pid 1) with its own
+        # mount namespace and a /proc of that PID namespace, and one task child with its own IPC one.
+        if isolation.next_child_in_new_pid_namespace(self.pid_ns_fd):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - probe child
+                code = 1 if os.getpid() == 1 else 0
+                if self.view and isolation.unshare(isolation.CLONE_NEWNS) and isolation.mount_proc(self.view + "/proc"):
+                    code |= 4
+                code |= 2 if isolation.unshare(isolation.CLONE_NEWIPC) else 0
+                os._exit(code)
+            isolation.restore_pid_namespace(self.pid_ns_fd)
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            p["pid_namespace"], p["ipc_namespace"], p["private_proc"] = bool(code & 1), bool(code & 2), bool(code & 4)
+        else:
+            p["ipc_namespace"] = isolation.unshare_probe(isolation.CLONE_NEWIPC)
+
     def setup_zygote(self) -> None:
+        """In the zygote (pid 1 of its own PID namespace when granted): its own mount namespace
+        with a /proc showing that namespace only, other uids' processes (the zygote) hidden."""
         self.protections["subreaper"] = isolation.set_subreaper()
+        if self.protections.get("private_proc"):
+            if not (isolation.unshare(isolation.CLONE_NEWNS) and isolation.mount_proc(self.view + "/proc")):
+                raise OSError("cannot mount the zygote's /proc")
         # Children inherit this environment; each then only sets HOME and TMPDIR.
         os.environ.clear()
         os.environ.update(CHILD_ENV)
@@ -160,9 +200,19 @@ class Worker:
         except Exception as err:  # noqa: BLE001 - bad function name: the caller's bug, report it
             reply.update(status="error", error=f"cannot import task function {msg['function']!r}: {err!r}")
             return reply
-        tmpdir = tempfile.mkdtemp(dir=self.base)
-        if self.protections["drop_privileges"]:
-            os.chown(tmpdir, self.uid, self.uid)
+        p = self.protections
+        if self.view:
+            if not (isolation.fresh_tmpfs(self.view + "/tmp", int(self.limits.get("tmp_mb", 64)))
+                    and isolation.fresh_tmpfs(self.view + "/dev/shm", int(self.limits.get("tmp_mb", 64)))):
+                self._unmount_task()
+                self.broken = True
+                reply.update(status="killed", error="sandbox: cannot mount the task's /tmp")
+                return reply
+            tmpdir = "/tmp"
+        else:
+            tmpdir = tempfile.mkdtemp(dir=self.base)
+            if p["drop_privileges"]:
+                os.chown(tmpdir, self.uid, self.uid)
         res_r, res_w = os.pipe()
         out_r, out_w = os.pipe()
         nonce = os.urandom(16).hex().encode()
@@ -177,8 +227,18 @@ class Worker:
         finally:
             os.close(res_r)
             os.close(out_r)
-            self._cleanup(tmpdir)
+            if self.view:
+                self._unmount_task()
+            else:
+                self._cleanup(tmpdir)
         return reply
+
+    def _unmount_task(self) -> None:
+        """The per-task clean-up: detach the task's /dev/shm and /tmp (a lazy unmount cannot be
+        blocked, and no program can make it raise)."""
+        for sub in ("/dev/shm", "/tmp"):
+            while isolation.umount(self.view + sub):  # everything stacked there
+                pass
 
     def _child(self, fn: Callable[[Any], Any], payload: Any, tmpdir: str, res_w: int, out_w: int,
                nonce: bytes) -> None:
@@ -193,6 +253,11 @@ class Worker:
             os.dup2(null, 0)
             os.dup2(res_w, RESULT_FD)
             os.closerange(RESULT_FD + 1, 1 << 16)
+            p = self.protections
+            if p["ipc_namespace"] and not isolation.unshare(isolation.CLONE_NEWIPC):
+                raise OSError("cannot create the IPC namespace")
+            if self.view:
+                os.chroot(self.view)
             os.chdir(tmpdir)
             lim = self.limits
             isolation.set_limit(resource.RLIMIT_CORE, 0)
@@ -351,28 +416,25 @@ class Worker:
             time.sleep(0.001)
 
     def _cleanup(self, tmpdir: str) -> None:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        # Only the tmpfs mounted in our own namespace is cleared -- never a host directory.
-        base = os.path.realpath(self.base)
-        # never descend into the interpreter / checkout bind-mounted back into the private tmpfs
-        kept = self.protections.get("private_tmp_kept", ())
-        for path in self.protections.get("private_tmp_dirs", ()):
-            try:
-                entries = os.listdir(path)
-            except OSError:
-                continue
-            for entry in entries:
-                full = os.path.join(path, entry)
-                real = os.path.realpath(full)
-                if real == base or any(k == real or k.startswith(real + "/") for k in kept):
-                    continue
-                if os.path.isdir(full) and not os.path.islink(full):
-                    shutil.rmtree(full, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(full)
-                    except OSError:
-                        pass
+        """Fallback clean-up (no per-task tmpfs): delete the task's directory and whatever it left
+        in the private world-writable directories; iterative, so no tree depth makes it raise.
+        Anything still there afterwards marks the zygote broken (it is replaced)."""
+        try:
+            isolation.remove_tree(tmpdir)
+            # Only the tmpfs mounted in our own namespace is cleared -- never a host directory.
+            keep = {os.path.realpath(self.base), os.path.realpath(self.view)} if self.view else {os.path.realpath(self.base)}
+            # never descend into the interpreter / checkout bind-mounted back into the private tmpfs
+            kept = self.protections.get("private_tmp_kept", ())
+            for path in self.protections.get("private_tmp_dirs", ()):
+                for entry in os.listdir(path):
+                    full = os.path.join(path, entry)  # judged by its own path, never where a symlink points
+                    if full in keep or any(k == full or k.startswith(full + "/") for k in kept):
+                        continue
+                    isolation.remove_tree(full)
+            if os.path.lexists(tmpdir):
+                self.broken = True
+        except Exception:  # noqa: BLE001 - never let a program's leftovers kill the zygote mid-task
+            self.broken = True
 
     def shutdown(self) -> None:
         self._sweep()
@@ -412,7 +474,10 @@ class Zygote:
     def __init__(self, worker: Worker, module: str, close_fds: list[int]):
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        own_ns = worker.protections.get("pid_namespace") and isolation.next_child_in_new_pid_namespace(worker.pid_ns_fd)
         self.pid = os.fork()
+        if self.pid and own_ns:
+            isolation.restore_pid_namespace(worker.pid_ns_fd)
         if self.pid == 0:  # pragma: no cover - zygote process
             code = 0
             try:
@@ -430,7 +495,12 @@ class Zygote:
                     msg = read_message(req_r)
                     if msg is None:
                         break
-                    write_all(rep_w, encode_message(worker.run_task(msg)))
+                    reply = worker.run_task(msg)
+                    if worker.broken:
+                        reply["zygote_retired"] = True
+                    write_all(rep_w, encode_message(reply))
+                    if worker.broken:  # a clean-up failed: a fresh zygote takes over from the next task
+                        break
             except BaseException:  # noqa: BLE001
                 traceback.print_exc()
                 code = 1
@@ -489,6 +559,8 @@ def main() -> int:
                 break
             module = str(msg.get("function", "")).partition(":")[0]
             reply = zygote_for(module).run(msg)
+            if reply is not None and reply.pop("zygote_retired", False):
+                zygotes.pop(module).close()  # it could not clean up after this task; the next gets a fresh one
             if reply is None:  # the zygote died (it never runs untrusted code: a bug or OOM)
                 zygotes.pop(module).close()
                 reply = {"id": msg["id"], "status": "killed", "error": "sandbox zygote died", "value": None,
