@@ -138,7 +138,7 @@ def test_hostile_batch(canary_dir):
             mixed.append(benign.pop())
     mixed.extend(benign)
 
-    sandbox = Sandbox(workers=2, limits=LIMITS)
+    sandbox = Sandbox(workers=2, limits=LIMITS, readable=[root])
     uids = set(sandbox.task_uids())
     workers = sandbox.worker_pids()
     protections = sandbox.protections()

@@ -59,9 +59,9 @@ class Sandbox:
 
     def __init__(self, workers: int | None = None, limits: Limits = Limits(), preload: Iterable[str] = (),
                  readable: Iterable[str | os.PathLike] = ()):
-        """``readable``: extra host paths (databases, data) tasks may read; with the private mount
-        view (``protections()["mount_view"]``) nothing else outside the interpreter and this
-        package exists for them."""
+        """``readable``: host paths every task may read (``Task.readable`` adds per-task ones); with
+        the private mount view (``protections()["mount_view"]``) nothing else outside the
+        interpreter and this package exists for the tasks."""
         self.limits = limits
         self._readable = [os.path.abspath(os.fspath(r)) for r in readable]
         self.num_workers = max(1, workers or os.cpu_count() or 1)
@@ -237,7 +237,8 @@ class Sandbox:
         if not worker.inflight:
             worker.busy_since = time.monotonic()
         worker.inflight.append(item)
-        worker.outgoing += encode_message({"id": index, "function": task.function, "payload": task.payload})
+        worker.outgoing += encode_message({"id": index, "function": task.function, "payload": task.payload,
+                                             "readable": [str(r) for r in task.readable]})
         self._flush(worker)
 
     def _flush(self, worker: _Worker) -> None:

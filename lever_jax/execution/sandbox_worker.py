@@ -108,6 +108,8 @@ class Worker:
         self.base = ""
         self.view = ""
         self.pid_ns_fd = -1
+        self.task_binds: list[str] = []
+        self.view_paths: list[str] = []
         self.broken = False  # a clean-up failed: the zygote exits after this task and is replaced
 
     # -- set-up (in the router, before any zygote is forked: namespaces are inherited) ----------
@@ -153,6 +155,7 @@ class Worker:
             paths = [w for w in wanted if w != os.path.dirname(package)] + [package] + readable
             if isolation.build_view(view, paths):
                 self.view = view
+                self.view_paths = [os.path.realpath(v) for v in paths if v and os.path.exists(v)]
         p["mount_view"] = bool(self.view)
         p["per_task_tmpfs"] = bool(self.view)
         self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
@@ -209,6 +212,7 @@ class Worker:
                 reply.update(status="killed", error="sandbox: cannot mount the task's /tmp")
                 return reply
             tmpdir = "/tmp"
+            self._bind_readable([r for r in msg.get("readable") or () if isinstance(r, str)])
         else:
             tmpdir = tempfile.mkdtemp(dir=self.base)
             if p["drop_privileges"]:
@@ -233,12 +237,22 @@ class Worker:
                 self._cleanup(tmpdir)
         return reply
 
+    def _bind_readable(self, paths: list[str]) -> None:
+        """Show this task's own read-only inputs (its database) in the view, until it ends."""
+        for path in paths:
+            real = os.path.realpath(path)
+            shown = any(real == v or real.startswith(v + "/") for v in self.view_paths)
+            if os.path.isabs(real) and os.path.exists(real) and not shown:
+                if isolation._bind_into(self.view, real):
+                    self.task_binds.append(self.view + real)
+
     def _unmount_task(self) -> None:
         """The per-task clean-up: detach the task's /dev/shm and /tmp (a lazy unmount cannot be
         blocked, and no program can make it raise)."""
-        for sub in ("/dev/shm", "/tmp"):
-            while isolation.umount(self.view + sub):  # everything stacked there
+        for target in [*self.task_binds, self.view + "/dev/shm", self.view + "/tmp"]:
+            while isolation.umount(target):  # everything stacked there
                 pass
+        self.task_binds.clear()
 
     def _child(self, fn: Callable[[Any], Any], payload: Any, tmpdir: str, res_w: int, out_w: int,
                nonce: bytes) -> None:

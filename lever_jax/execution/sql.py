@@ -43,8 +43,9 @@ KEY_ROWS = 5  # LEVER groups on the flattened first 5 rows
 PREVIEW_CHARS = 200
 MAX_ERROR_CHARS = 500
 _PROGRESS_STEPS = 1000
-_SANDBOX_HINT = (" (SQL runs in the sandbox as an unprivileged user with a private /tmp: the database directory "
-                 "must be world-readable and not under /tmp, /var/tmp or /dev/shm; see LEVER_JAX_DB_DIR)")
+_SANDBOX_HINT = (" (SQL runs in the sandbox as an unprivileged user who sees only the interpreter, the package and "
+                 "the database root: the database must be under LEVER_JAX_DB_DIR (or a path given to "
+                 "Sandbox(readable=...)), world-readable and not under /tmp, /var/tmp or /dev/shm)")
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 # Read-only introspection pragmas a query may use (their argument is a table/index name).
@@ -281,7 +282,7 @@ class SpiderExecutor(_SqlExecutor):
             db_path = Path(f"<missing database: {err}>")
         payload = self._payload(db_path, candidate)
         payload["gold_sql"] = problem.gold if isinstance(problem.gold, str) else None
-        return Task(TASK_FUNCTION, payload)
+        return Task(TASK_FUNCTION, payload, readable=(str(db_path),))
 
 
 class WikiTQExecutor(_SqlExecutor):
@@ -307,4 +308,4 @@ class WikiTQExecutor(_SqlExecutor):
             target_canon=problem.context.get("target_canon"),
             question=problem.question,
         )
-        return Task(TASK_FUNCTION, payload)
+        return Task(TASK_FUNCTION, payload, readable=(str(db_path),))
