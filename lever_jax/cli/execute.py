@@ -70,9 +70,9 @@ def main(args: argparse.Namespace) -> int:
             executed = execute_problems(problems, executor, sandbox, cache, progress=not args.no_progress,
                                         stats=stats)
             count = write_problems(args.output, counted(executed))
-    except DataFileError as err:
+    except DataFileError as err:  # nothing written; results executed so far stay in the cache
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     finally:
         if cache is not None:
             cache.close()
