@@ -113,4 +113,4 @@ def test_cli_execute(tmp_path):
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0 and "0 run, 12 cached" in second.stderr
     bad = subprocess.run(cmd[:5] + ["mbpp"] + cmd[6:], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 1 and "not 'mbpp'" in bad.stderr
+    assert bad.returncode == 2 and "not 'mbpp'" in bad.stderr
