@@ -58,12 +58,18 @@ class Sandbox:
     """Process pool for untrusted code. Use as a context manager (or call :meth:`close`)."""
 
     def __init__(self, workers: int | None = None, limits: Limits = Limits(), preload: Iterable[str] = (),
-                 readable: Iterable[str | os.PathLike] = ()):
+                 readable: Iterable[str | os.PathLike] = (), disable: Iterable[str] = ()):
         """``readable``: host paths every task may read (``Task.readable`` adds per-task ones); with
         the private mount view (``protections()["mount_view"]``) nothing else outside the
-        interpreter and this package exists for the tasks."""
+        interpreter and this package exists for the tasks. ``disable``: layers not to use even
+        where the kernel grants them (``"mount_view"``, ``"pid_namespace"``, ``"ipc_namespace"``),
+        to test the degraded paths or to measure what each costs."""
         self.limits = limits
         self._readable = [os.path.abspath(os.fspath(r)) for r in readable]
+        self._disable = sorted(set(disable))
+        unknown = set(self._disable) - {"mount_view", "pid_namespace", "ipc_namespace"}
+        if unknown:
+            raise ValueError(f"unknown sandbox layers {sorted(unknown)}")
         self.num_workers = max(1, workers or os.cpu_count() or 1)
         self._preload = list(preload)
         # Each slot gets its own uid, unique to this Sandbox, so that a task can signal nothing
@@ -183,7 +189,8 @@ class Sandbox:
     def _spawn(self, slot: int) -> _Worker:
         config = {
             "uid": self._uid_base + slot,
-            "limits": {**dataclasses.asdict(self.limits), "preload": self._preload, "readable": self._readable},
+            "limits": {**dataclasses.asdict(self.limits), "preload": self._preload, "readable": self._readable,
+                       "disable": self._disable},
         }
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)

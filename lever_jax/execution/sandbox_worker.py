@@ -109,6 +109,7 @@ class Worker:
         self.view = ""
         self.pid_ns_fd = -1
         self.task_binds: list[str] = []
+        self.tmp_mounted = False
         self.view_paths: list[str] = []
         self.broken = False  # a clean-up failed: the zygote exits after this task and is replaced
 
@@ -148,7 +149,8 @@ class Worker:
         """The task's own mount view, PID and IPC namespaces (each reported; each may be refused)."""
         p = self.protections
         self.view = ""
-        if p["mount_namespace"]:
+        off = set(self.limits.get("disable", ()))
+        if p["mount_namespace"] and "mount_view" not in off:
             view = tempfile.mkdtemp(prefix="lever-view-")
             package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             readable = [str(r) for r in self.limits.get("readable", ())]
@@ -160,6 +162,10 @@ class Worker:
         p["per_task_tmpfs"] = bool(self.view)
         self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
         p["pid_namespace"] = p["ipc_namespace"] = p["private_proc"] = False
+        p["disabled_layers"] = sorted(off)
+        if "pid_namespace" in off:
+            p["ipc_namespace"] = "ipc_namespace" not in off and isolation.unshare_probe(isolation.CLONE_NEWIPC)
+            return
         # Probe once, as a zygote will: a child in a fresh PID namespace (its pid 1) with its own
         # mount namespace and a /proc of that PID namespace, and one task child with its own IPC one.
         if isolation.next_child_in_new_pid_namespace(self.pid_ns_fd):
@@ -173,8 +179,9 @@ class Worker:
             isolation.restore_pid_namespace(self.pid_ns_fd)
             code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
             p["pid_namespace"], p["ipc_namespace"], p["private_proc"] = bool(code & 1), bool(code & 2), bool(code & 4)
+            p["ipc_namespace"] = p["ipc_namespace"] and "ipc_namespace" not in off
         else:
-            p["ipc_namespace"] = isolation.unshare_probe(isolation.CLONE_NEWIPC)
+            p["ipc_namespace"] = "ipc_namespace" not in off and isolation.unshare_probe(isolation.CLONE_NEWIPC)
 
     def setup_zygote(self) -> None:
         """In the zygote (pid 1 of its own PID namespace when granted): its own mount namespace
@@ -205,13 +212,20 @@ class Worker:
             return reply
         p = self.protections
         if self.view:
-            if not (isolation.fresh_tmpfs(self.view + "/tmp", int(self.limits.get("tmp_mb", 64)))
+            if not self.tmp_mounted and not (
+                    isolation.fresh_tmpfs(self.view + "/tmp", int(self.limits.get("tmp_mb", 64)))
                     and isolation.fresh_tmpfs(self.view + "/dev/shm", int(self.limits.get("tmp_mb", 64)))):
                 self._unmount_task()
                 self.broken = True
                 reply.update(status="killed", error="sandbox: cannot mount the task's /tmp")
                 return reply
+            self.tmp_mounted = True
             tmpdir = "/tmp"
+            # what the view shows under /tmp or /dev/shm (a checkout or interpreter there) is hidden
+            # by the fresh tmpfs: bind it back, read-only, for this task
+            for path in self.view_paths:
+                if path.startswith(("/tmp/", "/dev/shm/")) and isolation._bind_into(self.view, path):
+                    self.task_binds.append(self.view + path)
             self._bind_readable([r for r in msg.get("readable") or () if isinstance(r, str)])
         else:
             tmpdir = tempfile.mkdtemp(dir=self.base)
@@ -232,16 +246,28 @@ class Worker:
             os.close(res_r)
             os.close(out_r)
             if self.view:
-                self._unmount_task()
+                self._release_task_tmp()
             else:
                 self._cleanup(tmpdir)
         return reply
+
+    def _release_task_tmp(self) -> None:
+        """After a task: a /tmp and /dev/shm it left empty are as good as new (the task cannot
+        change the root-owned tmpfs roots themselves) and serve the next task; anything left in
+        them, or a per-task bind, and both are unmounted (the next task gets fresh ones)."""
+        try:
+            clean = not self.task_binds and _is_empty(self.view + "/tmp") and _is_empty(self.view + "/dev/shm")
+        except OSError:
+            clean = False
+        if not clean:
+            self._unmount_task()
 
     def _bind_readable(self, paths: list[str]) -> None:
         """Show this task's own read-only inputs (its database) in the view, until it ends."""
         for path in paths:
             real = os.path.realpath(path)
-            shown = any(real == v or real.startswith(v + "/") for v in self.view_paths)
+            shown = any((real == v or real.startswith(v + "/")) and not v.startswith(("/tmp/", "/dev/shm/"))
+                        for v in self.view_paths)
             if os.path.isabs(real) and os.path.exists(real) and not shown:
                 if isolation._bind_into(self.view, real):
                     self.task_binds.append(self.view + real)
@@ -253,6 +279,7 @@ class Worker:
             while isolation.umount(target):  # everything stacked there
                 pass
         self.task_binds.clear()
+        self.tmp_mounted = False
 
     def _child(self, fn: Callable[[Any], Any], payload: Any, tmpdir: str, res_w: int, out_w: int,
                nonce: bytes) -> None:
@@ -452,6 +479,11 @@ class Worker:
 
     def shutdown(self) -> None:
         self._sweep()
+
+
+def _is_empty(path: str) -> bool:
+    with os.scandir(path) as entries:
+        return next(entries, None) is None
 
 
 def _children(ppid: int) -> list[int]:
