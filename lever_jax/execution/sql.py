@@ -231,6 +231,20 @@ def _warn_if_hidden_from_sandbox(root: Path) -> None:
         print(f"lever-jax: warning: database root {resolved} {why}{_SANDBOX_HINT}", file=sys.stderr)
 
 
+def _invalid_record(value: Mapping[str, Any]) -> str | None:
+    """What is wrong with the task's record (None: plain data of the expected types). A SQL
+    candidate runs no Python, so it cannot reach the judge in the child; the parent still reads
+    only well-typed fields."""
+    if value.get("status") not in ("ok", "error", "timeout") or type(value.get("correct")) is not bool:
+        return "status/correct"
+    if value.get("error") is not None and not isinstance(value.get("error"), str):
+        return "error"
+    if value["status"] == "ok" and not (isinstance(value.get("result_key"), str)
+                                        and isinstance(value.get("result_text"), str)):
+        return "result_key/result_text"
+    return None
+
+
 class _SqlExecutor:
     dataset = ""
     version = "sql-1"
@@ -258,6 +272,9 @@ class _SqlExecutor:
         if result.status != "ok" or not isinstance(value, Mapping):
             status = result.status if result.status != "ok" else "error"
             return _error_execution(problem, candidate, status, result.error or "no result")
+        bad = _invalid_record(value)
+        if bad:
+            return _error_execution(problem, candidate, "error", f"invalid result record: {bad}")
         if value.get("status") != "ok":
             status = "timeout" if value.get("status") == "timeout" else "error"
             return _error_execution(problem, candidate, status, value.get("error"))
