@@ -12,6 +12,7 @@ import errno
 import os
 import resource
 import signal
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -403,3 +404,42 @@ def remove_tree(path: str) -> None:
         os.rmdir(path)
     except OSError:
         pass
+
+
+def block_sockets() -> None:
+    """Fallback when no network namespace: make socket creation fail inside the child."""
+    import socket
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise PermissionError("network access is disabled in the sandbox")
+
+    socket.socket = refuse  # type: ignore[assignment,misc]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    socket.socketpair = refuse  # type: ignore[assignment]
+    try:
+        import _socket
+
+        _socket.socket = refuse  # type: ignore[assignment,misc]
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def children(ppid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if int(fields[1]) == ppid:
+            found.append(int(entry))
+    return found
+
+
+def is_empty(path: str) -> bool:
+    with os.scandir(path) as entries:
+        return next(entries, None) is None

@@ -81,24 +81,6 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _block_sockets() -> None:
-    """Fallback when no network namespace: make socket creation fail inside the child."""
-    import socket
-
-    def refuse(*_args: Any, **_kwargs: Any) -> Any:
-        raise PermissionError("network access is disabled in the sandbox")
-
-    socket.socket = refuse  # type: ignore[assignment,misc]
-    socket.create_connection = refuse  # type: ignore[assignment]
-    socket.socketpair = refuse  # type: ignore[assignment]
-    try:
-        import _socket
-
-        _socket.socket = refuse  # type: ignore[assignment,misc]
-    except ImportError:  # pragma: no cover
-        pass
-
-
 class Worker:
     def __init__(self, config: dict[str, Any]):
         self.limits: dict[str, Any] = config["limits"]
@@ -256,7 +238,7 @@ class Worker:
         change the root-owned tmpfs roots themselves) and serve the next task; anything left in
         them, or a per-task bind, and both are unmounted (the next task gets fresh ones)."""
         try:
-            clean = not self.task_binds and _is_empty(self.view + "/tmp") and _is_empty(self.view + "/dev/shm")
+            clean = not self.task_binds and isolation.is_empty(self.view + "/tmp") and isolation.is_empty(self.view + "/dev/shm")
         except OSError:
             clean = False
         if not clean:
@@ -315,7 +297,7 @@ class Worker:
             os.environ["HOME"] = os.environ["TMPDIR"] = tmpdir
             tempfile.tempdir = tmpdir
             if not self.protections["network_namespace"]:
-                _block_sockets()
+                isolation.block_sockets()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
         except BaseException as err:  # noqa: BLE001
             frame = {"status": "error", "error": f"sandbox set-up failed: {err!r}"}
@@ -449,7 +431,7 @@ class Worker:
             if self.protections["drop_privileges"]:
                 isolation.kill_uid(self.uid)
             else:
-                for child in _children(os.getpid()):
+                for child in isolation.children(os.getpid()):
                     try:
                         os.kill(child, signal.SIGKILL)
                     except ProcessLookupError:
@@ -479,27 +461,6 @@ class Worker:
 
     def shutdown(self) -> None:
         self._sweep()
-
-
-def _is_empty(path: str) -> bool:
-    with os.scandir(path) as entries:
-        return next(entries, None) is None
-
-
-def _children(ppid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if int(fields[1]) == ppid:
-            found.append(int(entry))
-    return found
 
 
 def _describe(err: BaseException) -> str:
