@@ -212,3 +212,16 @@ def test_protections_report_the_layers():
         assert key in p, key
     if os.geteuid() != 0:  # the kernel refuses the root-only layers: reported, not pretended
         assert not (p["mount_view"] or p["pid_namespace"] or p["drop_privileges"])
+
+
+def test_per_task_tmp_is_private_to_each_task_across_zygotes():
+    """Two task modules (two zygotes) on one worker, view without PID namespace: a file left in
+    /tmp by one task is never seen by the next, whichever zygote runs it."""
+    write = "open('/tmp/left', 'w').write('x')\nimport os\nanswer = len(os.listdir('/tmp'))"
+    look = "import os\nanswer = len(os.listdir('/tmp'))"
+    numpy_look = "import numpy as np\n" + look
+    with Sandbox(workers=1, limits=LIMITS, disable=["pid_namespace"]) as box:
+        tasks = [prog(write), prog(numpy_look), prog(look), prog(write), prog(look), prog(numpy_look)]
+        tasks = [Task("lever_jax.execution.python_gsm8k_numpy:run", t.payload) if "numpy" in t.payload["program"]
+                 else t for t in tasks]
+        assert [answer(r) for r in box.map(tasks)] == [1, 0, 0, 1, 0, 0]

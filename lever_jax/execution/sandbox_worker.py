@@ -169,8 +169,10 @@ class Worker:
         """In the zygote (pid 1 of its own PID namespace when granted): its own mount namespace
         with a /proc showing that namespace only, other uids' processes (the zygote) hidden."""
         self.protections["subreaper"] = isolation.set_subreaper()
-        if self.protections.get("private_proc"):
-            if not (isolation.unshare(isolation.CLONE_NEWNS) and isolation.mount_proc(self.view + "/proc")):
+        if self.view:  # own mount namespace: its per-task mounts never meet another zygote's
+            if not isolation.unshare(isolation.CLONE_NEWNS):
+                raise OSError("cannot create the zygote's mount namespace")
+            if self.protections.get("private_proc") and not isolation.mount_proc(self.view + "/proc"):
                 raise OSError("cannot mount the zygote's /proc")
         # Children inherit this environment; each then only sets HOME and TMPDIR.
         os.environ.clear()
