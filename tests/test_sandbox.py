@@ -219,9 +219,9 @@ def test_per_task_tmp_is_private_to_each_task_across_zygotes():
     /tmp by one task is never seen by the next, whichever zygote runs it."""
     write = "open('/tmp/left', 'w').write('x')\nimport os\nanswer = len(os.listdir('/tmp'))"
     look = "import os\nanswer = len(os.listdir('/tmp'))"
-    numpy_look = "import numpy as np\n" + look
+    numpy = "import numpy as np\n"
+    sources = [numpy + look, write, numpy + write, numpy + look, look, write, numpy + look]
     with Sandbox(workers=1, limits=LIMITS, disable=["pid_namespace"]) as box:
-        tasks = [prog(write), prog(numpy_look), prog(look), prog(write), prog(look), prog(numpy_look)]
-        tasks = [Task("lever_jax.execution.python_gsm8k_numpy:run", t.payload) if "numpy" in t.payload["program"]
-                 else t for t in tasks]
-        assert [answer(r) for r in box.map(tasks)] == [1, 0, 0, 1, 0, 0]
+        tasks = [Task("lever_jax.execution.python_gsm8k_numpy:run" if s.startswith(numpy) else RUN, {"program": s})
+                 for s in sources]
+        assert [answer(r) for r in box.map(tasks)] == [0, 1, 1, 0, 0, 1, 0]
