@@ -183,7 +183,8 @@ def test_checkout_under_tmp_is_kept_read_only_and_tmp_stays_private(sandbox):
 DEEP_TREE = ("import os\nfor n, base in enumerate(('/tmp', '/dev/shm', os.getcwd())):\n    fd = os.open(base, os.O_RDONLY)\n"
              "    for i in range(2500):\n        os.mkdir(str(n) * 40, dir_fd=fd)\n"
              "        sub = os.open(str(n) * 40, os.O_RDONLY, dir_fd=fd)\n        os.close(fd)\n        fd = sub\n"
-             "    os.close(fd)\n    os.symlink('/', os.path.join(base, f'link{n}'))\nanswer = 1")
+             "    os.close(fd)\n    os.symlink('/', os.path.join(base, f'link{n}'))\n"
+             "    os.symlink(os.path.dirname(os.getcwd()), os.path.join(base, f'to-sandbox-dir{n}'))\nanswer = 1")
 # (the fallback keeps the sandbox's own 0711 directory in the private /tmp; the task dirs are inside it)
 LEFTOVERS = ("import os\nanswer = len([e for e in os.listdir('/tmp') if not e.startswith('lever-sandbox-')])"
              " + len(os.listdir('/dev/shm'))")
