@@ -92,6 +92,22 @@ ADD_TESTS = ["assert add(1, 2) == 3", "assert add(5, 5) == 10", "assert math.isc
              "assert set([add(1, 1)]) == {2}"]
 
 
+def posix_mq_exists(name: bytes = b"/lever-hostile") -> bool:
+    """Whether the POSIX message queue a hostile program creates exists in the host's IPC namespace."""
+    import ctypes
+
+    try:
+        rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    except OSError:
+        return False
+    fd = rt.mq_open(name, os.O_RDONLY, 0, None)
+    if fd >= 0:
+        os.close(fd)
+        rt.mq_unlink(name)
+        return True
+    return False
+
+
 def sysv_ipc() -> list[str]:
     """The host's SysV IPC objects (one line each)."""
     out = []
@@ -235,6 +251,7 @@ def test_hostile_batch(canary_dir, host_socket):
 
     assert {p: sha(p) for p in tracked} == before
     assert sysv_ipc() == ipc_before
+    assert not posix_mq_exists()
     assert not (root / "pwned").exists() and not (root / "copy.sqlite").exists()
     assert sorted(os.listdir(root)) == ["canary.txt", "db.sqlite", "other.sqlite", "secret.txt"]
     deadline = time.monotonic() + 5
