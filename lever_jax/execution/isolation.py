@@ -252,8 +252,8 @@ def reap_all() -> bool:
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 # /etc files the interpreter and the C libraries read (the dynamic loader's cache, time zone, ids).
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "passwd", "group",
-             "nsswitch.conf", "hosts", "host.conf", "mime.types")
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf", "host.conf",
+             "mime.types")
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 
@@ -278,7 +278,7 @@ def _bind_into(root: str, path: str, dev: bool = False) -> bool:
     return _bind_ro(path, target, dev)
 
 
-def build_view(root: str, paths: list[str]) -> bool:
+def build_view(root: str, paths: list[str], uid: int | None = None) -> bool:
     """Make ``root`` (an empty directory) the task's whole file system: a fresh tmpfs holding
     read-only binds of the system directories, a few /etc files, /dev's harmless devices and
     ``paths`` (interpreter, package, databases), plus empty ``/tmp``, ``/dev/shm`` and ``/proc``
@@ -308,8 +308,15 @@ def build_view(root: str, paths: list[str]) -> bool:
         for path in _outermost([os.path.realpath(p) for p in paths if p and os.path.exists(p)]):
             if not os.path.exists(root + path) and not _bind_into(root, path):
                 raise OSError(f"cannot bind {path}")
+        # The host's user list and host names are not the task's business: synthetic ones.
+        task = f"sandbox:x:{uid}:{uid}::/tmp:/bin/false\n" if uid is not None else ""
+        for name, text in (("passwd", f"root:x:0:0::/root:/bin/false\n{task}"),
+                           ("group", "root:x:0:\n" + (f"sandbox:x:{uid}:\n" if uid is not None else "")),
+                           ("hosts", "127.0.0.1 localhost\n::1 localhost\n")):
+            with open(os.path.join(root, "etc", name), "w", encoding="utf-8") as handle:
+                handle.write(text)
         os.chmod(os.path.join(root, "tmp"), 0o1777)
-        return True
+        return True  # (root-owned, 0755: the unprivileged task cannot write to it)
     except OSError:
         umount(root)
         return False

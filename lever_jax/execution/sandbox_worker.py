@@ -137,7 +137,7 @@ class Worker:
             package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             readable = [str(r) for r in self.limits.get("readable", ())]
             paths = [w for w in wanted if w != os.path.dirname(package)] + [package] + readable
-            if isolation.build_view(view, paths):
+            if isolation.build_view(view, paths, self.uid if isolation.is_root() else None):
                 self.view = view
                 self.view_paths = [os.path.realpath(v) for v in paths if v and os.path.exists(v)]
         p["mount_view"] = bool(self.view)
