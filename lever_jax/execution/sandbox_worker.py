@@ -397,7 +397,7 @@ class Worker:
         if raw.startswith(nonce):
             try:
                 frame = json.loads(raw[len(nonce):])
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested deeper than we parse
                 frame = None
             if isinstance(frame, dict) and frame.get("status") in ("ok", "error", "memory"):
                 reply.update(status=frame["status"], value=frame.get("value"), error=frame.get("error"))
