@@ -263,7 +263,7 @@ def _bind_ro(source: str, target: str, dev: bool = False) -> bool:
     return mount(source, target, None, MS_BIND | MS_REC, None) and mount(None, target, None, flags, None)
 
 
-def _bind_into(root: str, path: str, dev: bool = False) -> bool:
+def bind_into(root: str, path: str, dev: bool = False) -> bool:
     """Bind-mount host ``path`` read-only at the same path under ``root`` (dirs or files)."""
     target = root + path
     try:
@@ -296,17 +296,17 @@ def build_view(root: str, paths: list[str], uid: int | None = None) -> bool:
         for path in SYSTEM_DIRS:
             if os.path.islink(path):  # merged /usr: /bin -> usr/bin
                 os.symlink(os.readlink(path), root + path)
-            elif os.path.isdir(path) and not _bind_into(root, path):
+            elif os.path.isdir(path) and not bind_into(root, path):
                 raise OSError(f"cannot bind {path}")
         for name in ETC_FILES:
             path = os.path.join("/etc", name)
-            if os.path.exists(path) and not _bind_into(root, os.path.realpath(path) if os.path.islink(path) else path):
+            if os.path.exists(path) and not bind_into(root, os.path.realpath(path) if os.path.islink(path) else path):
                 raise OSError(f"cannot bind {path}")
         for name in DEVICES:
-            if os.path.exists(f"/dev/{name}") and not _bind_into(root, f"/dev/{name}", dev=True):
+            if os.path.exists(f"/dev/{name}") and not bind_into(root, f"/dev/{name}", dev=True):
                 raise OSError(f"cannot bind /dev/{name}")
         for path in _outermost([os.path.realpath(p) for p in paths if p and os.path.exists(p)]):
-            if not os.path.exists(root + path) and not _bind_into(root, path):
+            if not os.path.exists(root + path) and not bind_into(root, path):
                 raise OSError(f"cannot bind {path}")
         # The host's user list and host names are not the task's business: synthetic ones.
         task = f"sandbox:x:{uid}:{uid}::/tmp:/bin/false\n" if uid is not None else ""

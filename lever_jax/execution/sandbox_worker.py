@@ -208,7 +208,7 @@ class Worker:
             # what the view shows under /tmp or /dev/shm (a checkout or interpreter there) is hidden
             # by the fresh tmpfs: bind it back, read-only, for this task
             for path in self.view_paths:
-                if path.startswith(("/tmp/", "/dev/shm/")) and isolation._bind_into(self.view, path):
+                if path.startswith(("/tmp/", "/dev/shm/")) and isolation.bind_into(self.view, path):
                     self.task_binds.append(self.view + path)
             self._bind_readable([r for r in msg.get("readable") or () if isinstance(r, str)])
         else:
@@ -253,7 +253,7 @@ class Worker:
             shown = any((real == v or real.startswith(v + "/")) and not v.startswith(("/tmp/", "/dev/shm/"))
                         for v in self.view_paths)
             if os.path.isabs(real) and os.path.exists(real) and not shown:
-                if isolation._bind_into(self.view, real):
+                if isolation.bind_into(self.view, real):
                     self.task_binds.append(self.view + real)
 
     def _unmount_task(self) -> None:
