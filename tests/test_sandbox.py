@@ -208,6 +208,11 @@ def test_worker_survives_deep_trees_and_leaves_nothing(disable):
 def test_protections_report_the_layers():
     with Sandbox(workers=1, limits=LIMITS) as box:
         p = box.protections()
+        refused = box.refused_layers()
+    with Sandbox(workers=1, limits=LIMITS, disable=["ipc_namespace"]) as box:
+        assert "ipc_namespace" not in box.refused_layers() and not box.protections()["ipc_namespace"]
+    assert refused == [k for k in ("network_namespace", "mount_namespace", "mount_view", "pid_namespace",
+                                   "ipc_namespace", "drop_privileges") if not p[k]]
     for key in ("network_namespace", "mount_namespace", "mount_view", "per_task_tmpfs", "pid_namespace",
                 "ipc_namespace", "private_proc", "drop_privileges", "rlimits"):
         assert key in p, key

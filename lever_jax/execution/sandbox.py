@@ -34,6 +34,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _HELLO_TIMEOUT_S = 120.0
 # Queued tasks per worker: one running, one waiting in the pipe (hides the round trip).
 _DEPTH = 2
+_WARNED: set[str] = set()  # refused layers already reported by this process
 
 
 class SandboxError(RuntimeError):
@@ -84,6 +85,11 @@ class Sandbox:
             for worker in starting:
                 self._await_hello(worker)
                 self._workers.append(worker)
+            refused = self.refused_layers()
+            if refused and not _WARNED.intersection(refused):
+                _WARNED.update(refused)
+                print(f"lever-jax: sandbox running without {', '.join(refused)} (refused by the kernel or not "
+                      "root; see Sandbox.protections())", file=sys.stderr)
         except BaseException:
             for worker in starting if "starting" in locals() else []:
                 self._terminate(worker)
@@ -99,6 +105,14 @@ class Sandbox:
     def protections(self) -> dict[str, Any]:
         """Which isolation layers are active (as reported by the first worker)."""
         return dict(self._protections)
+
+    def refused_layers(self) -> list[str]:
+        """Isolation layers the kernel (or our privileges) refused here, not counting those
+        switched off with ``disable``; the sandbox runs without them and says so at start-up."""
+        p = self._protections
+        layers = ("network_namespace", "mount_namespace", "mount_view", "pid_namespace", "ipc_namespace",
+                  "drop_privileges")
+        return [name for name in layers if not p.get(name) and name not in p.get("disabled_layers", ())]
 
     def task_uids(self) -> list[int]:
         """The uids tasks run as (one per worker slot; empty when privileges are not dropped)."""
