@@ -10,7 +10,9 @@ per-program cost, not the 10-second timeout.
 
 Modes (all measured in this run, on the same programs):
   * ``sandbox``: :class:`lever_jax.execution.sandbox.Sandbox` with ``--workers`` workers, through
-    the real executors (make_task -> sandbox -> to_execution);
+    the real executors (make_task -> sandbox -> to_execution, the judge included in the timing);
+  * ``sandbox_round1``: the same with the mount view, PID and IPC namespaces disabled (what the
+    layers added in issue 12 cost, measured in the same run);
   * ``lever_style``: as LEVER's code: a ``concurrent.futures`` process pool of ``--workers``
     processes, each call wrapped in a func_timeout-style thread with a 10 s timeout, and every
     ``execute()`` starting a ``multiprocessing.Manager`` and a ``Process`` (LEVER's
@@ -190,19 +192,23 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+ROUND1_LAYERS = ("mount_view", "pid_namespace", "ipc_namespace")  # issue-12 layers, off in "sandbox_round1"
+
+
 def run_sandbox(dataset: str, pairs: list[tuple[Problem, Candidate]], workers: int,
-                timed: bool = True) -> tuple[float, list[str], float]:
-    """(wall seconds of the timed map, statuses, CPU seconds of the whole session incl. start-up)."""
+                timed: bool = True, disable: tuple[str, ...] = ()) -> tuple[float, list[str], float]:
+    """(wall seconds of the timed map + judging, statuses, CPU seconds of the whole session incl.
+    start-up). ``to_execution`` (the judge, in this process) is inside the timed part."""
     executor = get_executor(dataset)
     tasks = [executor.make_task(p, c) for p, c in pairs]
     cpu0 = cpu_seconds()
-    with Sandbox(workers=workers, limits=Limits(timeout_s=TIMEOUT_S)) as sandbox:
+    with Sandbox(workers=workers, limits=Limits(timeout_s=TIMEOUT_S), **({"disable": disable} if disable else {})) as sandbox:
         list(sandbox.map(tasks[: 4 * workers]))  # start the zygotes (module imports) before timing
         start = time.perf_counter()
         results = list(sandbox.map(tasks if timed else []))
+        statuses = [executor.to_execution(p, c, r).status for (p, c), r in zip(pairs, results)]
         elapsed = time.perf_counter() - start
     cpu = cpu_seconds() - cpu0
-    statuses = [executor.to_execution(p, c, r).status for (p, c), r in zip(pairs, results)]
     return elapsed, statuses, cpu
 
 
@@ -288,10 +294,12 @@ def main() -> int:
         t_sandbox, _, cpu_full = run_sandbox(dataset, kept, args.workers)
         _, _, cpu_empty = run_sandbox(dataset, kept, args.workers, timed=False)
         t_sandbox1, _, _ = run_sandbox(dataset, kept, 1)
+        t_round1, _, cpu_round1 = run_sandbox(dataset, kept, args.workers, disable=ROUND1_LAYERS)
         t_floor, cpu_floor = run_floor(dataset, kept)
         t_pool, cpu_pool = run_pool("pool_thread", dataset, kept, args.workers)
         t_lever, cpu_lever = run_pool("lever_style", dataset, kept[:n_lever], args.workers)
-        rates = {"sandbox": n / t_sandbox, "sandbox_1_worker": n / t_sandbox1, "floor": n / t_floor,
+        rates = {"sandbox": n / t_sandbox, "sandbox_1_worker": n / t_sandbox1, "sandbox_round1": n / t_round1,
+                 "floor": n / t_floor,
                  "pool_thread": n / t_pool, "lever_style": n_lever / t_lever}
         entry = {
             "dataset": label, "programs": n, "dropped_timeouts": len(pairs) - n, "lever_style_programs": n_lever,
@@ -302,6 +310,7 @@ def main() -> int:
             "overhead_ms_per_core": round((args.workers / rates["sandbox"] - 1 / rates["floor"]) * 1e3, 2),
             "overhead_ms_1_worker": round((1 / rates["sandbox_1_worker"] - 1 / rates["floor"]) * 1e3, 2),
             "cpu_ms_per_program": {"sandbox": round((cpu_full - cpu_empty) / n * 1e3, 2),
+                                   "sandbox_round1": round((cpu_round1 - cpu_empty) / n * 1e3, 2),
                                    "floor": round(cpu_floor / n * 1e3, 2),
                                    "pool_thread": round(cpu_pool / n * 1e3, 2),
                                    "lever_style": round(cpu_lever / n_lever * 1e3, 2)},
@@ -315,15 +324,16 @@ def main() -> int:
     report["load_average_end"] = os.getloadavg()
     print("\n| dataset | programs | sandbox (N workers) | sandbox (1 worker) | floor (exec) | pool+thread | "
           "LEVER-style | x LEVER-style | overhead/program wall | per core | CPU ms/program sandbox | floor | "
-          "LEVER-style | x LEVER-style (CPU) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "LEVER-style | x LEVER-style (CPU) | sandbox w/o issue-12 layers: programs/s, CPU ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for e in rows:
         r = e["programs_per_s"]
         print(f"| {e['dataset']} | {e['programs']} | {r['sandbox']} | {r['sandbox_1_worker']} | {r['floor']} | "
               f"{r['pool_thread']} | {r['lever_style']} | {e['speedup_vs_lever_style']} | "
               f"{e['overhead_ms_wall']} ms | {e['overhead_ms_per_core']} ms | {e['cpu_ms_per_program']['sandbox']} | "
               f"{e['cpu_ms_per_program']['floor']} | {e['cpu_ms_per_program']['lever_style']} | "
-              f"{e['cpu_speedup_vs_lever_style']} |")
+              f"{e['cpu_speedup_vs_lever_style']} | {r['sandbox_round1']}, "
+              f"{e['cpu_ms_per_program']['sandbox_round1']} |")
     print(f"\nworkers {args.workers}, cpus {os.cpu_count()}, load average {report['load_average_start']} -> "
           f"{report['load_average_end']}")
     if args.json:

@@ -88,7 +88,7 @@ def test_samples_file_has_no_execution(tmp_path: Path) -> None:
 
 
 def test_defaults_for_optional_candidate_fields() -> None:
-    record = {"problem_id": "x", "dataset": "mbpp", "question": "q", "gold": None,
+    record = {"problem_id": "x", "dataset": "gsm8k", "question": "q", "gold": None,
               "candidates": [{"program": "pass"}]}
     (cand,) = problem_from_dict(record).candidates
     assert cand == Candidate(program="pass", gen_logprob=None, num_tokens=None, count=1, source=None)
@@ -115,14 +115,22 @@ _candidate = st.builds(
     is_greedy=st.booleans(),
     execution=st.none() | _execution,
 )
+_extra = st.dictionaries(_text.map(lambda k: "x_" + k), st.none() | _text | st.lists(_text, max_size=3), max_size=2)
+_nonempty = _text.filter(lambda t: t.strip() != "")
+# (dataset, context, gold) that mean something for each executor (see schema._check_dataset_fields)
+_dataset_fields = st.one_of(
+    st.tuples(st.just("gsm8k"), _extra, st.none() | st.floats(allow_nan=False, allow_infinity=False)),
+    st.tuples(st.just("mbpp"), st.builds(lambda t, e: {**e, "test_list": t}, st.lists(_text, min_size=1, max_size=3),
+                                         _extra), st.none() | _text),
+    st.tuples(st.just("humaneval"), st.builds(lambda t, n, e: {**e, "test": t, "entry_point": n}, _nonempty, _nonempty,
+                                              _extra), st.none() | _text),
+    st.tuples(st.just("spider"), st.builds(lambda d, e: {**e, "db_id": d}, _text, _extra), st.none() | _text),
+    st.tuples(st.just("wikitq"), st.builds(lambda d, e: {**e, "table_id": d}, _text, _extra),
+              st.none() | _text | st.lists(_text, max_size=3)),
+)
 _problem_st = st.builds(
-    Problem,
-    problem_id=_text,
-    dataset=st.sampled_from(["gsm8k", "mbpp", "humaneval", "spider", "wikitq"]),
-    question=_text,
-    context=st.dictionaries(_text, st.none() | _text | st.lists(_text, max_size=3), max_size=3),
-    gold=st.none() | _text | st.floats(allow_nan=False, allow_infinity=False) | st.lists(_text, max_size=3),
-    candidates=st.lists(_candidate, max_size=4).map(tuple),
+    lambda pid, fields, question, candidates: Problem(pid, fields[0], question, fields[1], fields[2], candidates),
+    _text, _dataset_fields, _text, st.lists(_candidate, max_size=4).map(tuple),
 )
 
 
@@ -342,3 +350,122 @@ def test_problems_to_arrays_dense_ids_and_padding() -> None:
 def test_problems_to_arrays_rejects_unexecuted() -> None:
     with pytest.raises(ValueError, match="has no execution"):
         problems_to_arrays([_problem(executed=False)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input (issue 12, section 7): one line naming file, line and field; exit 2; nothing written
+
+
+def _record(**changes):
+    record = {"problem_id": "p1", "dataset": "gsm8k", "question": "q", "context": {}, "gold": 3.0,
+              "candidates": [{"program": "answer = 3", "gen_logprob": -1.0}]}
+    record.update(changes)
+    return record
+
+
+def _mbpp(context):
+    return {"problem_id": "m1", "dataset": "mbpp", "question": "q", "context": context, "gold": "",
+            "candidates": [{"program": "def f(x):\n    return x"}]}
+
+
+_BAD_LINES = {
+    "nested": ('{"problem_id": "p", "context": {"x": ' + "[" * 50_000 + "]" * 50_000 + "}}", None, "nested too deeply"),
+    "nested_moderately": (json.dumps(_record(context={"x": json.loads("[" * 300 + "]" * 300)})), "context.x[...]", "nested more"),
+    "lone_surrogate": (json.dumps(_record(question="ok \ud800")), "question", "lone surrogate"),
+    "nan_gold": (json.dumps(_record()).replace('"gold": 3.0', '"gold": NaN'), "gold", "NaN is not a JSON number"),
+    "inf_logprob": (json.dumps(_record()).replace('-1.0', 'Infinity'), "candidates[0].gen_logprob", "Infinity"),
+    "gold_text": (json.dumps(_record(gold="three")), "gold", "expected a number"),
+    "gold_inf": (json.dumps(_record()).replace('"gold": 3.0', '"gold": -Infinity'), "gold", "finite"),
+    "positive_logprob": (json.dumps(_record(candidates=[{"program": "x", "gen_logprob": 2.5}])),
+                         "candidates[0].gen_logprob", "<= 0"),
+    "huge_count": (json.dumps(_record(candidates=[{"program": "x", "count": 10**30}])), "candidates[0].count", "[1,"),
+    "unknown_candidate_key": (json.dumps(_record(candidates=[{"program": "x", "logprob": -1.0}])),
+                              "candidates[0].logprob", "did you mean 'gen_logprob'"),
+    "unknown_problem_key": (json.dumps({**_record(), "golds": 1}), "golds", "unknown field"),
+    "unknown_execution_key": (json.dumps(_record(candidates=[{"program": "x", "execution": {
+        "status": "ok", "result_key": "k", "result_text": "", "correct": True, "corect": True}}])),
+        "candidates[0].execution.corect", "did you mean 'correct'"),
+    "mbpp_test_list_string": (json.dumps(_mbpp({"test_list": "assert f(1) == 1"})), "context.test_list", "one string"),
+    "mbpp_test_list_missing": (json.dumps(_mbpp({})), "context.test_list", "missing"),
+    "mbpp_test_list_empty": (json.dumps(_mbpp({"test_list": []})), "context.test_list", "at least one"),
+    "humaneval_no_test": (json.dumps({**_mbpp({"entry_point": "f"}), "dataset": "humaneval"}), "context.test", "missing"),
+    "spider_no_db": (json.dumps({**_mbpp({}), "dataset": "spider", "gold": "SELECT 1"}), "context.db_id", "missing"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_LINES))
+def test_bad_input_names_file_line_field(tmp_path: Path, case: str) -> None:
+    line, field, words = _BAD_LINES[case]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(_record(problem_id="first")) + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(jsonl.DataFileError) as info:
+        list(jsonl.read_problems(path))
+    err = info.value
+    assert (err.line, err.field) == (2, field), str(err)
+    assert words in str(err) and "\n" not in str(err) and str(err).startswith(f"{path}:2:")
+
+
+def test_corrupt_deflate_stream(tmp_path: Path) -> None:
+    body = "".join(json.dumps(_record(problem_id=f"p{i}")) + "\n" for i in range(300)).encode()
+    data = bytearray(gzip.compress(body))
+    for i in range(40, 80):
+        data[i] ^= 0xFF
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(jsonl.DataFileError, match="corrupt compressed data"):
+        list(jsonl.read_problems(path))
+
+
+def _cli(argv: list[str]) -> int:
+    from lever_jax.cli.main import main
+
+    return main(argv)
+
+
+def test_cli_bad_input_exit_2_one_line_no_output(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(_BAD_LINES["lone_surrogate"][0] + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    code = _cli(["execute", "--dataset", "gsm8k", "--input", str(bad), "--output", str(out), "--no-cache",
+                 "--no-progress", "--workers", "1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and not out.exists() and not list(tmp_path.glob(".out*"))
+    assert err.count("\n") == 0 and f"{bad}:1: field 'question'" in err and "Traceback" not in err
+    for name, text in (("empty.jsonl", ""), ("count.jsonl", _BAD_LINES["huge_count"][0] + "\n")):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        assert _cli(["rerank", "--input", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: {path}") and err.count("\n") == 0
+
+
+def test_bad_line_after_executed_windows_keeps_cache_and_writes_nothing(tmp_path: Path) -> None:
+    from lever_jax.execution.base import Limits
+    from lever_jax.execution.cache import ExecutionCache
+    from lever_jax.execution.python_gsm8k import GSM8kExecutor
+    from lever_jax.execution.runner import execute_problems
+    from lever_jax.execution.sandbox import Sandbox
+
+    path = tmp_path / "in.jsonl"
+    lines = [json.dumps(_record(problem_id=f"p{i}", candidates=[{"program": f"answer = {i}"}])) for i in range(4)]
+    path.write_text("\n".join(lines + [_BAD_LINES["gold_text"][0]]) + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    cache = ExecutionCache(tmp_path / "cache")
+    with Sandbox(workers=1, limits=Limits(timeout_s=5)) as sandbox:
+        with pytest.raises(jsonl.DataFileError):
+            jsonl.write_problems(out, execute_problems(jsonl.read_problems(path), GSM8kExecutor(), sandbox, cache,
+                                                       progress=False, window=2))
+    cache.close()
+    assert not out.exists() and not list(tmp_path.glob(".out*"))
+    cache = ExecutionCache(tmp_path / "cache")
+    assert len(cache) == 4  # both windows before the bad line were executed and kept
+    cache.close()
+
+
+def test_lone_surrogates_from_programs_are_written(tmp_path: Path) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text(json.dumps(_record(candidates=[{"program": "answer = '\\ud800'\nnote = 'x\\udfff'"}])) + "\n")
+    assert _cli(["execute", "--dataset", "gsm8k", "--input", str(inp), "--output", str(out), "--no-cache",
+                 "--no-progress", "--workers", "1"]) == 0
+    (problem,) = jsonl.read_problems(out, require_execution=True)
+    assert "\\ud800" in problem.candidates[0].execution.result_text

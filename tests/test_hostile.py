@@ -4,6 +4,11 @@ Afterwards: every hostile program got its expected status, every benign program 
 answer, the canary files and the database are byte-identical, the pool still works, and no
 process of the sandbox's uids (or its workers) survives ``close()``.
 
+MBPP entries (``"dataset": "mbpp"``) are wrong implementations of ``add`` that try to forge their
+verdict: none may be judged correct, and a benign ``add`` in the same batch must be. Entries with
+``"phase": "after"`` run after the batch, several times so that every worker runs them (leftovers
+of earlier programs: /tmp, /dev/shm, IPC objects). Afterwards the host has no new SysV IPC object.
+
 Programs marked ``requires`` depend on a protection (e.g. ``drop_privileges``, only when run as
 root); where the kernel refused it they are not run at all (a fork bomb without RLIMIT_NPROC would
 hurt the machine), the rest still is.
@@ -24,6 +29,7 @@ import pytest
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.base import Limits, Task
 from lever_jax.execution.python_gsm8k import GSM8kExecutor
+from lever_jax.execution.python_tests import MBPPExecutor
 from lever_jax.execution.sandbox import Sandbox
 
 HERE = Path(__file__).resolve().parent
@@ -82,12 +88,62 @@ def canary_dir(tmp_path):
     shutil.rmtree(root, ignore_errors=True)
 
 
-def load_corpus(canary_root: Path, tmp_canary: Path) -> list[tuple[str, str, dict]]:
+ADD_TESTS = ["assert add(1, 2) == 3", "assert add(5, 5) == 10", "assert math.isclose(add(0.1, 0.2), 0.3)",
+             "assert set([add(1, 1)]) == {2}"]
+
+
+def posix_mq_exists(name: bytes = b"/lever-hostile") -> bool:
+    """Whether the POSIX message queue a hostile program creates exists in the host's IPC namespace."""
+    import ctypes
+
+    try:
+        rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    except OSError:
+        return False
+    fd = rt.mq_open(name, os.O_RDONLY, 0, None)
+    if fd >= 0:
+        os.close(fd)
+        rt.mq_unlink(name)
+        return True
+    return False
+
+
+def sysv_ipc() -> list[str]:
+    """The host's SysV IPC objects (one line each)."""
+    out = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            out += [f"{kind} {line}" for line in Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]]
+        except OSError:
+            pass
+    return out
+
+
+@pytest.fixture()
+def host_socket():
+    """A world-writable unix socket outside anything the sandbox shows (it must not be reachable)."""
+    import socket
+
+    where = REPO / ".pytest_cache" / f"sock-{uuid.uuid4().hex[:8]}"
+    where.mkdir(parents=True)
+    os.chmod(where, 0o777)
+    path = where / "s.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    os.chmod(path, 0o777)
+    yield path
+    server.close()
+    shutil.rmtree(where, ignore_errors=True)
+
+
+def load_corpus(canary_root: Path, tmp_canary: Path, sock: Path | None = None) -> list[tuple[str, str, dict]]:
     index = json.loads((CORPUS / "INDEX.json").read_text())
     items = []
     for name, expected in sorted(index.items()):
         text = (CORPUS / name).read_text()
         text = text.replace("{CANARY_DIR}", str(canary_root)).replace("{TMP_CANARY}", str(tmp_canary))
+        text = text.replace("{SOCKET}", str(sock)).replace("{REPO}", str(REPO))
         items.append((name, text, expected))
     return items
 
@@ -99,9 +155,12 @@ def test_corpus_is_large_enough():
         assert (CORPUS / name).is_file(), name
 
 
-def test_hostile_batch(canary_dir):
+def test_hostile_batch(canary_dir, host_socket):
     root, tmp_canary = canary_dir
-    corpus = load_corpus(root, tmp_canary)
+    corpus = load_corpus(root, tmp_canary, host_socket)
+    ipc_before = sysv_ipc()
+    mbpp = MBPPExecutor()
+    add_problem = Problem("h-add", "mbpp", "add two numbers", {"test_list": ADD_TESTS, "test_setup_code": ""}, "", ())
     try:
         from lever_jax.execution import sql as sql_module
     except ImportError:
@@ -111,8 +170,16 @@ def test_hostile_batch(canary_dir):
     before = {p: sha(p) for p in tracked}
 
     jobs = []  # (kind, name, expected, problem, candidate, task)
+    after = []
     for name, text, expected in corpus:
-        if name.endswith(".sql"):
+        if expected.get("dataset") == "mbpp":
+            cand = Candidate(text)
+            jobs.append(("mbpp", name, expected, add_problem, cand, mbpp.make_task(add_problem, cand)))
+        elif expected.get("phase") == "after":
+            problem = Problem(f"h-{name}", "gsm8k", "q", {}, 0.0, ())
+            for _ in range(6):
+                after.append(("hostile", name, expected, problem, Candidate(text), gsm.make_task(problem, Candidate(text))))
+        elif name.endswith(".sql"):
             if sql_module is None:
                 continue
             problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, "SELECT count(*) FROM singer", ())
@@ -137,16 +204,26 @@ def test_hostile_batch(canary_dir):
         if i % 2 == 0 and benign:
             mixed.append(benign.pop())
     mixed.extend(benign)
+    good_add = Candidate("def add(a, b):\n    return a + b\n")
+    for i in range(0, len(mixed), 10):
+        mixed.insert(i, ("benign-mbpp", "benign-add", {}, add_problem, good_add, mbpp.make_task(add_problem, good_add)))
 
-    sandbox = Sandbox(workers=2, limits=LIMITS)
+    sandbox = Sandbox(workers=2, limits=LIMITS, readable=[root])
     uids = set(sandbox.task_uids())
     workers = sandbox.worker_pids()
     protections = sandbox.protections()
     mixed = [job for job in mixed if not job[2].get("requires") or protections.get(job[2]["requires"])]
+    after = [job for job in after if not job[2].get("requires") or protections.get(job[2]["requires"])]
     try:
-        results = list(sandbox.map([job[5] for job in mixed]))
         problems = []
-        for (kind, name, expected, problem, cand, _task), result in zip(mixed, results):
+        results = list(sandbox.map([job[5] for job in mixed]))
+        results_after = list(sandbox.map([job[5] for job in after]))
+        for (kind, name, expected, problem, cand, _task), result in zip(mixed + after, results + results_after):
+            if kind in ("mbpp", "benign-mbpp"):
+                execution = mbpp.to_execution(problem, cand, result)
+                if execution.correct != (kind == "benign-mbpp"):
+                    problems.append(f"{name}: judged correct={execution.correct} ({execution.status} {execution.error!r})")
+                continue
             if kind == "sql":
                 execution = sql_module.SpiderExecutor().to_execution(problem, cand, result)
             else:
@@ -173,6 +250,8 @@ def test_hostile_batch(canary_dir):
         sandbox.close()
 
     assert {p: sha(p) for p in tracked} == before
+    assert sysv_ipc() == ipc_before
+    assert not posix_mq_exists()
     assert not (root / "pwned").exists() and not (root / "copy.sqlite").exists()
     assert sorted(os.listdir(root)) == ["canary.txt", "db.sqlite", "other.sqlite", "secret.txt"]
     deadline = time.monotonic() + 5

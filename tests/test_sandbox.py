@@ -178,3 +178,56 @@ def test_checkout_under_tmp_is_kept_read_only_and_tmp_stays_private(sandbox):
     result = sandbox.run(Task("lever_jax.execution.python_gsm8k:run", {"program": "answer = 7"}))
     assert result.value["number"] == 7
     assert os.path.exists(os.path.join(checkout, "lever_jax", "__init__.py"))
+
+
+DEEP_TREE = ("import os\nfor n, base in enumerate(('/tmp', '/dev/shm', os.getcwd())):\n    fd = os.open(base, os.O_RDONLY)\n"
+             "    for i in range(2500):\n        os.mkdir(str(n) * 40, dir_fd=fd)\n"
+             "        sub = os.open(str(n) * 40, os.O_RDONLY, dir_fd=fd)\n        os.close(fd)\n        fd = sub\n"
+             "    os.close(fd)\n    os.symlink('/', os.path.join(base, f'link{n}'))\n"
+             "    os.symlink(os.path.dirname(os.getcwd()), os.path.join(base, f'to-sandbox-dir{n}'))\nanswer = 1")
+# (the fallback keeps the sandbox's own 0711 directory in the private /tmp; the task dirs are inside it)
+LEFTOVERS = ("import os\nanswer = len([e for e in os.listdir('/tmp') if not e.startswith('lever-sandbox-')])"
+             " + len(os.listdir('/dev/shm'))")
+
+
+@pytest.mark.parametrize("disable", [(), ("mount_view", "pid_namespace", "ipc_namespace")])
+def test_worker_survives_deep_trees_and_leaves_nothing(disable):
+    """With the per-task tmpfs (default) and with the fallback clean-up (iterative delete): a
+    2,500-level tree and symlinks in /tmp, /dev/shm and the task dir cost no later program its
+    result, and the next program finds /tmp and /dev/shm empty."""
+    with Sandbox(workers=1, limits=LIMITS, disable=disable) as box:
+        p = box.protections()
+        assert p["disabled_layers"] == sorted(disable)
+        if disable:
+            assert not (p["mount_view"] or p["pid_namespace"] or p["ipc_namespace"])
+        results = list(box.map([prog(DEEP_TREE), prog("answer = 2"), prog(DEEP_TREE), prog(LEFTOVERS)]))
+        assert [r.status for r in results] == ["ok"] * 4, [r.error for r in results]
+        assert [answer(r) for r in results] == [1, 2, 1, 0]
+
+
+def test_protections_report_the_layers():
+    with Sandbox(workers=1, limits=LIMITS) as box:
+        p = box.protections()
+        refused = box.refused_layers()
+    with Sandbox(workers=1, limits=LIMITS, disable=["ipc_namespace"]) as box:
+        assert "ipc_namespace" not in box.refused_layers() and not box.protections()["ipc_namespace"]
+    assert refused == [k for k in ("network_namespace", "mount_namespace", "mount_view", "pid_namespace",
+                                   "ipc_namespace", "drop_privileges") if not p[k]]
+    for key in ("network_namespace", "mount_namespace", "mount_view", "per_task_tmpfs", "pid_namespace",
+                "ipc_namespace", "private_proc", "drop_privileges", "rlimits"):
+        assert key in p, key
+    if os.geteuid() != 0:  # the kernel refuses the root-only layers: reported, not pretended
+        assert not (p["mount_view"] or p["pid_namespace"] or p["drop_privileges"])
+
+
+def test_per_task_tmp_is_private_to_each_task_across_zygotes():
+    """Two task modules (two zygotes) on one worker, view without PID namespace: a file left in
+    /tmp by one task is never seen by the next, whichever zygote runs it."""
+    write = "open('/tmp/left', 'w').write('x')\nimport os\nanswer = len(os.listdir('/tmp'))"
+    look = "import os\nanswer = len(os.listdir('/tmp'))"
+    numpy = "import numpy as np\n"
+    sources = [numpy + look, write, numpy + write, numpy + look, look, write, numpy + look]
+    with Sandbox(workers=1, limits=LIMITS, disable=["pid_namespace"]) as box:
+        tasks = [Task("lever_jax.execution.python_gsm8k_numpy:run" if s.startswith(numpy) else RUN, {"program": s})
+                 for s in sources]
+        assert [answer(r) for r in box.map(tasks)] == [0, 1, 1, 0, 0, 1, 0]

@@ -1,6 +1,8 @@
 """SQL executors: read-only/immutable databases, hostile queries, timeouts, row caps, Execution."""
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import shutil
 import time
@@ -229,7 +231,7 @@ def test_sandboxed_sql_tasks() -> None:
                     "singer i, singer j, singer k, singer l", "SELECT max(Age) FROM singer"]
         cands = [Candidate(program=p) for p in programs]
         tasks = [ex.make_task(problem, c) for c in cands]
-        tasks[4] = type(tasks[4])(tasks[4].function, {**tasks[4].payload, "timeout_s": 0.5})
+        tasks[4] = dataclasses.replace(tasks[4], payload={**tasks[4].payload, "timeout_s": 0.5})
         with sandbox_mod.Sandbox(workers=1, limits=Limits(timeout_s=5)) as sandbox:
             results = list(sandbox.map(tasks))
         execs = [ex.to_execution(problem, c, r) for c, r in zip(cands, results)]

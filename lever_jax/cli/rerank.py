@@ -55,6 +55,8 @@ def load_verifier_logprob(path: str | Path, arrays: CandidateArrays) -> np.ndarr
 def main(args: argparse.Namespace) -> int:
     try:
         problems = list(read_problems(args.input, require_execution=True))
+        if not problems:
+            raise DataFileError(args.input, None, None, "no problems in the file (empty?)")
         arrays = problems_to_arrays(problems)
         verifier = load_verifier_logprob(args.verifier_scores, arrays) if args.verifier_scores else None
     except DataFileError as err:

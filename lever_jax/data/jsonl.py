@@ -12,7 +12,9 @@ import gzip
 import io
 import json
 import os
+import re
 import tempfile
+import zlib
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
@@ -63,6 +65,8 @@ def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
                 raw = next(lines)
             except StopIteration:
                 return
+            except zlib.error as err:  # a corrupt deflate stream
+                raise DataFileError(path, lineno + 1, None, f"corrupt compressed data ({err})") from None
             except (OSError, EOFError) as err:  # truncated or non-gzip data
                 raise DataFileError(path, lineno + 1, None, f"unreadable: {type(err).__name__}: {err}") from None
             lineno += 1
@@ -72,10 +76,76 @@ def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
                 raise DataFileError(path, lineno, None, f"invalid UTF-8 at byte {err.start}") from None
             if not line.strip():
                 continue
+            yield lineno, _decode_line(path, lineno, line)
+
+
+class _NonStandard:
+    """Stands in for a NaN / Infinity token while decoding, so that its field can be named."""
+
+    def __init__(self, token: str):
+        self.token = token
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+MAX_DEPTH = 200  # JSON nesting deeper than this means nothing in the data contract
+
+
+def _decode_line(path: PathLike, lineno: int, line: str) -> Any:
+    """One JSON line -> object; strict: no NaN/+Infinity, no lone surrogates, bounded nesting."""
+    found: list[_NonStandard] = []
+
+    def constant(token: str) -> Any:
+        if token == "-Infinity":  # the contract's impossible log-probability; the schema checks where it may be
+            return float("-inf")
+        found.append(_NonStandard(token))
+        return found[-1]
+
+    try:
+        obj = json.loads(line, parse_constant=constant)
+    except json.JSONDecodeError as err:
+        raise DataFileError(path, lineno, None, f"invalid JSON: {err.msg} (column {err.colno})") from None
+    except RecursionError:
+        raise DataFileError(path, lineno, None, f"JSON nested too deeply (limit {MAX_DEPTH} levels)") from None
+    if found or _SURROGATE_ESCAPE.search(line) or _deeper_than(line, MAX_DEPTH):
+        field, message = _find_bad_value(obj)
+        if field is not None:
+            raise DataFileError(path, lineno, field, message)
+    return obj
+
+
+def _deeper_than(line: str, limit: int) -> bool:
+    """Cheap upper bound on the nesting (brackets inside strings count too: then we walk)."""
+    if line.count("[") + line.count("{") <= limit:
+        return False
+    depth = deepest = 0
+    for char in re.findall(r'[\[\]{}]', line):
+        depth += 1 if char in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest > limit
+
+
+def _find_bad_value(obj: Any) -> tuple[str | None, str]:
+    """The first NaN/Infinity token, lone surrogate or too-deep nesting: (field path, message)."""
+    stack: list[tuple[Any, str, int]] = [(obj, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        where = path or "<record>"
+        if depth > MAX_DEPTH:
+            return where[:where.find("[")] + "[...]" if "[" in where else where, f"nested more than {MAX_DEPTH} levels deep"
+        if isinstance(value, _NonStandard):
+            return where, f"{value.token} is not a JSON number (use null, or a finite number)"
+        if isinstance(value, str):
             try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFileError(path, lineno, None, f"invalid JSON: {err.msg} (column {err.colno})") from None
+                value.encode("utf-8")
+            except UnicodeEncodeError as err:
+                return where, f"lone surrogate \\u{ord(value[err.start]):04x} at character {err.start} (not valid Unicode)"
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                stack.append((key, where, depth + 1))
+                stack.append((item, f"{path}.{key}" if path else str(key), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]", depth + 1) for i, item in reversed(list(enumerate(value))))
+    return None, ""
 
 
 def read_records(path: PathLike, parse: Callable[[Any], T]) -> Iterator[T]:

@@ -8,12 +8,20 @@ can prefix file and line.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 SCHEMA_VERSION = 1
 DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
 STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed")
+# Unknown keys are an error, not a warning: a typo (``logprob`` for ``gen_logprob``) would otherwise
+# silently become a default value and change the result; ``schema_version`` covers extensions.
+PROBLEM_KEYS = ("schema_version", "problem_id", "dataset", "question", "context", "gold", "candidates")
+CANDIDATE_KEYS = ("program", "gen_logprob", "num_tokens", "count", "source", "is_greedy", "execution")
+EXECUTION_KEYS = ("status", "result_key", "result_text", "error", "correct", "details")
+MAX_COUNT = 10**6  # samples of one program / tokens of one program: more means a broken file (and int32 sums stay exact)
+LOGPROB_SLACK = 1e-6  # a log-probability is <= 0; this much above 0 is tolerated as round-off
 
 
 class SchemaError(ValueError):
@@ -79,6 +87,15 @@ class Problem:
 # Validation helpers: each names the offending field path.
 
 
+def _known_keys(obj: Mapping[str, Any], known: Iterable[str], path: str) -> None:
+    known = tuple(known)
+    for key in obj:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(known)})"
+            raise SchemaError(f"{path}{key}", f"unknown field{hint}")
+
+
 def _require(obj: Mapping[str, Any], key: str, path: str) -> Any:
     if key not in obj:
         raise SchemaError(f"{path}{key}", "missing")
@@ -107,8 +124,8 @@ def _opt_float(value: Any, field: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SchemaError(field, f"expected a number or null, got {value!r:.60}")
     value = float(value)
-    if math.isnan(value) or value > 0.0 and math.isinf(value):
-        raise SchemaError(field, f"expected a finite log-probability (or -inf), got {value}")
+    if math.isnan(value) or value > LOGPROB_SLACK:
+        raise SchemaError(field, f"expected a log-probability (<= 0, or -inf), got {value}")
     return value
 
 
@@ -117,14 +134,16 @@ def _opt_int(value: Any, field: str, minimum: int = 0) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise SchemaError(field, f"expected an integer or null, got {value!r:.60}")
-    if value < minimum:
-        raise SchemaError(field, f"expected an integer >= {minimum}, got {value}")
+    if value < minimum or value > MAX_COUNT:
+        raise SchemaError(field, f"expected an integer in [{minimum}, {MAX_COUNT}], got {value:.3g}"
+                          if value > MAX_COUNT else f"expected an integer >= {minimum}, got {value}")
     return value
 
 
 def execution_from_dict(obj: Any, path: str = "execution") -> Execution:
     if not isinstance(obj, Mapping):
         raise SchemaError(path, f"expected an object, got {type(obj).__name__}")
+    _known_keys(obj, EXECUTION_KEYS, path + ".")
     status = _str(_require(obj, "status", path + "."), path + ".status")
     if status not in STATUSES:
         raise SchemaError(path + ".status", f"expected one of {', '.join(STATUSES)}, got {status!r}")
@@ -144,6 +163,7 @@ def execution_from_dict(obj: Any, path: str = "execution") -> Execution:
 def candidate_from_dict(obj: Any, path: str, require_execution: bool = False) -> Candidate:
     if not isinstance(obj, Mapping):
         raise SchemaError(path, f"expected an object, got {type(obj).__name__}")
+    _known_keys(obj, CANDIDATE_KEYS, path + ".")
     program = _str(_require(obj, "program", path + "."), path + ".program")
     execution = obj.get("execution")
     if execution is None and require_execution:
@@ -164,6 +184,7 @@ def problem_from_dict(obj: Any, require_execution: bool = False) -> Problem:
     """Validate one decoded JSON line and build a :class:`Problem` (raises :class:`SchemaError`)."""
     if not isinstance(obj, Mapping):
         raise SchemaError("<record>", f"expected a JSON object, got {type(obj).__name__}")
+    _known_keys(obj, PROBLEM_KEYS, "")
     version = obj.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise SchemaError("schema_version", f"this reader understands version {SCHEMA_VERSION}, got {version!r}")
@@ -173,6 +194,7 @@ def problem_from_dict(obj: Any, require_execution: bool = False) -> Problem:
     context = obj.get("context", {})
     if not isinstance(context, Mapping):
         raise SchemaError("context", f"expected an object, got {type(context).__name__}")
+    _check_dataset_fields(dataset, context, obj.get("gold"))
     raw_candidates = _require(obj, "candidates", "")
     if not isinstance(raw_candidates, list):
         raise SchemaError("candidates", f"expected a list, got {type(raw_candidates).__name__}")
@@ -186,6 +208,53 @@ def problem_from_dict(obj: Any, require_execution: bool = False) -> Problem:
             candidate_from_dict(c, f"candidates[{i}]", require_execution) for i, c in enumerate(raw_candidates)
         ),
     )
+
+
+def _str_list(value: Any, field: str, allow_empty: bool = False) -> None:
+    if isinstance(value, str):
+        raise SchemaError(field, "expected a list of strings, got one string (it would run character by character)")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SchemaError(field, f"expected a list of strings, got {value!r:.60}")
+    if not value and not allow_empty:
+        raise SchemaError(field, "expected at least one test, got an empty list")
+
+
+def _check_dataset_fields(dataset: str, context: Mapping[str, Any], gold: Any) -> None:
+    """What each executor needs to mean anything (a missing test list would make every candidate
+    "ok, incorrect"; a text GSM8k gold could never be matched)."""
+    if dataset == "gsm8k":
+        if gold is not None:
+            if isinstance(gold, bool) or not isinstance(gold, (int, float, str)):
+                raise SchemaError("gold", f"expected a number (or null), got {gold!r:.60}")
+            try:
+                number = float(gold)
+            except ValueError:
+                raise SchemaError("gold", f"expected a number (or null), got {gold!r:.60}") from None
+            if not math.isfinite(number):
+                raise SchemaError("gold", f"expected a finite number, got {gold!r:.60}")
+    elif dataset == "mbpp":
+        if "test_list" not in context:
+            raise SchemaError("context.test_list", "missing (MBPP candidates are judged by these asserts)")
+        _str_list(context["test_list"], "context.test_list")
+        for key in ("test_setup_code", "entry_point"):
+            if context.get(key) is not None and not isinstance(context[key], str):
+                raise SchemaError(f"context.{key}", f"expected a string or null, got {context[key]!r:.60}")
+    elif dataset == "humaneval":
+        for key in ("test", "entry_point"):
+            if not isinstance(context.get(key), str) or not context[key].strip():
+                raise SchemaError(f"context.{key}", "missing or not a non-empty string (HumanEval needs it to judge)")
+    elif dataset == "spider":
+        if not isinstance(context.get("db_id"), str):
+            raise SchemaError("context.db_id", "missing or not a string")
+        if gold is not None and not isinstance(gold, str):
+            raise SchemaError("gold", f"expected the gold SQL string (or null), got {gold!r:.60}")
+    elif dataset == "wikitq":
+        if not isinstance(context.get("table_id"), str):
+            raise SchemaError("context.table_id", "missing or not a string")
+        if isinstance(gold, list):
+            _str_list(gold, "gold", allow_empty=True)
+        elif gold is not None and not isinstance(gold, str):
+            raise SchemaError("gold", f"expected a list of answer strings (or null), got {gold!r:.60}")
 
 
 def execution_to_dict(execution: Execution) -> dict[str, Any]:

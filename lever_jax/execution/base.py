@@ -37,6 +37,9 @@ class Task:
 
     function: str
     payload: Mapping[str, Any]
+    # Host files / directories the task reads (e.g. its database): made visible, read-only, in the
+    # sandbox's mount view for this task only. Set by executors, never by the candidate.
+    readable: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

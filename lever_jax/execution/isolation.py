@@ -12,6 +12,7 @@ import errno
 import os
 import resource
 import signal
+from typing import Any
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -245,3 +246,207 @@ def reap_all() -> bool:
             raise
         if pid == 0:
             return False
+
+
+# -- per-task namespaces and the task's mount view ------------------------------------------------
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+# /etc files the interpreter and the C libraries read (the dynamic loader's cache, time zone, ids).
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf", "host.conf",
+             "mime.types")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+def _bind_ro(source: str, target: str, dev: bool = False) -> bool:
+    flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | (0 if dev else MS_NODEV)
+    return mount(source, target, None, MS_BIND | MS_REC, None) and mount(None, target, None, flags, None)
+
+
+def bind_into(root: str, path: str, dev: bool = False) -> bool:
+    """Bind-mount host ``path`` read-only at the same path under ``root`` (dirs or files)."""
+    target = root + path
+    try:
+        if os.path.isdir(path):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            if not os.path.exists(target):
+                os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    except OSError:
+        return False
+    return _bind_ro(path, target, dev)
+
+
+def build_view(root: str, paths: list[str], uid: int | None = None) -> bool:
+    """Make ``root`` (an empty directory) the task's whole file system: a fresh tmpfs holding
+    read-only binds of the system directories, a few /etc files, /dev's harmless devices and
+    ``paths`` (interpreter, package, databases), plus empty ``/tmp``, ``/dev/shm`` and ``/proc``
+    mount points (filled per task). Everything else -- host sockets, /home, /work, /run -- does not
+    exist inside it. Call in a private mount namespace only. All or nothing (False: undone)."""
+    if not mount("lever_sandbox_root", root, "tmpfs", MS_NOSUID, "size=1m,mode=0755"):
+        return False
+    try:
+        for sub in ("tmp", "proc", "dev/shm", "var", "etc"):
+            os.makedirs(os.path.join(root, sub), mode=0o755, exist_ok=True)
+        os.symlink("/tmp", os.path.join(root, "var/tmp"))
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):
+            os.symlink(target, os.path.join(root, "dev", name))
+        for path in SYSTEM_DIRS:
+            if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+                os.symlink(os.readlink(path), root + path)
+            elif os.path.isdir(path) and not bind_into(root, path):
+                raise OSError(f"cannot bind {path}")
+        for name in ETC_FILES:
+            path = os.path.join("/etc", name)
+            if os.path.exists(path) and not bind_into(root, os.path.realpath(path) if os.path.islink(path) else path):
+                raise OSError(f"cannot bind {path}")
+        for name in DEVICES:
+            if os.path.exists(f"/dev/{name}") and not bind_into(root, f"/dev/{name}", dev=True):
+                raise OSError(f"cannot bind /dev/{name}")
+        for path in _outermost([os.path.realpath(p) for p in paths if p and os.path.exists(p)]):
+            if not os.path.exists(root + path) and not bind_into(root, path):
+                raise OSError(f"cannot bind {path}")
+        # The host's user list and host names are not the task's business: synthetic ones.
+        task = f"sandbox:x:{uid}:{uid}::/tmp:/bin/false\n" if uid is not None else ""
+        for name, text in (("passwd", f"root:x:0:0::/root:/bin/false\n{task}"),
+                           ("group", "root:x:0:\n" + (f"sandbox:x:{uid}:\n" if uid is not None else "")),
+                           ("hosts", "127.0.0.1 localhost\n::1 localhost\n")):
+            with open(os.path.join(root, "etc", name), "w", encoding="utf-8") as handle:
+                handle.write(text)
+        os.chmod(os.path.join(root, "tmp"), 0o1777)
+        return True  # (root-owned, 0755: the unprivileged task cannot write to it)
+    except OSError:
+        umount(root)
+        return False
+
+
+def fresh_tmpfs(target: str, size_mb: int) -> bool:
+    """A new, empty tmpfs at ``target`` (one per task: the clean-up is its unmount)."""
+    return mount("lever_sandbox_task", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+
+
+def mount_proc(target: str) -> bool:
+    """A /proc of the caller's PID namespace in which other uids' processes are invisible."""
+    return mount("proc", target, "proc", MS_NOSUID | MS_NODEV | 8, "hidepid=2")  # 8 = MS_NOEXEC
+
+
+def unshare_probe(flags: int) -> bool:
+    """Whether a child may ``unshare(flags)`` (tried in a throw-away fork)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - probe child
+        os._exit(0 if unshare(flags) else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def next_child_in_new_pid_namespace(own_ns_fd: int) -> bool:
+    """The next fork() of the caller starts a fresh PID namespace (its pid 1): the kernel kills
+    every process left in it when that child exits. ``own_ns_fd``: /proc/self/ns/pid, opened once;
+    call :func:`restore_pid_namespace` right after the fork."""
+    return _call("setns", ctypes.c_int(own_ns_fd), ctypes.c_int(CLONE_NEWPID)) and unshare(CLONE_NEWPID)
+
+
+def restore_pid_namespace(own_ns_fd: int) -> bool:
+    """Undo :func:`next_child_in_new_pid_namespace` for the caller's later forks."""
+    return _call("setns", ctypes.c_int(own_ns_fd), ctypes.c_int(CLONE_NEWPID))
+
+
+def remove_tree(path: str) -> None:
+    """Delete ``path`` and everything below it: iterative (any depth, no RecursionError, no path
+    longer than PATH_MAX), never follows symlinks, never raises."""
+    names: list[str] = []
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        return
+    try:
+        while True:
+            sub = None
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                sub = entry.name
+                                break
+                            os.unlink(entry.name, dir_fd=fd)
+                        except OSError:
+                            pass
+            except OSError:
+                pass
+            if sub is not None:
+                try:
+                    child = os.open(sub, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError:
+                    child = None
+                if child is not None:
+                    os.close(fd)
+                    fd = child
+                    names.append(sub)
+                    continue
+                try:
+                    os.rmdir(sub, dir_fd=fd)
+                except OSError:
+                    return  # cannot open nor remove it: give up (the caller restarts the zygote)
+                continue
+            if not names:
+                break
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(names.pop(), dir_fd=fd)
+            except OSError:
+                return
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
+
+
+def block_sockets() -> None:
+    """Fallback when no network namespace: make socket creation fail inside the child."""
+    import socket
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise PermissionError("network access is disabled in the sandbox")
+
+    socket.socket = refuse  # type: ignore[assignment,misc]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    socket.socketpair = refuse  # type: ignore[assignment]
+    try:
+        import _socket
+
+        _socket.socket = refuse  # type: ignore[assignment,misc]
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def children(ppid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if int(fields[1]) == ppid:
+            found.append(int(entry))
+    return found
+
+
+def is_empty(path: str) -> bool:
+    with os.scandir(path) as entries:
+        return next(entries, None) is None

@@ -137,6 +137,26 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     return run_program(payload)
 
 
+_VIA = (None, "answer", "solution()", "ans")
+
+
+def _invalid_record(value: Any) -> str | None:
+    """What is wrong with the child's record (None: it is plain data of the expected shape).
+
+    The verdict is computed here from ``number`` alone; a program that tampers with the harness
+    can at most change its own answer, and a record of any other shape is an error."""
+    if not isinstance(value, dict) or set(value) != {"found", "via", "number", "answer_text", "state"}:
+        return "unexpected fields"
+    if type(value["found"]) is not bool or value["via"] not in _VIA:
+        return "found/via"
+    number = value["number"]
+    if not (number is None or type(number) in (int, float) or number in ("inf", "-inf", "nan")):
+        return "number is not a number"
+    if not (value["answer_text"] is None or type(value["answer_text"]) is str) or type(value["state"]) is not str:
+        return "answer_text/state are not strings"
+    return None
+
+
 class GSM8kExecutor:
     """DatasetExecutor for GSM8k (see the module doc for the conventions)."""
 
@@ -163,6 +183,11 @@ class GSM8kExecutor:
             return Execution(status=result.status, result_key=error_key, result_text="ERROR",
                              error=result.error, correct=False, details={"answer": None})
         value = result.value
+        problem_with_record = _invalid_record(value)
+        if problem_with_record:
+            message = f"invalid result record: {problem_with_record}"
+            return Execution(status="error", result_key=error_key, result_text="ERROR", error=message,
+                             correct=False, details={"answer": None})
         if not value.get("found"):
             return Execution(status="error", result_key=error_key, result_text="ERROR",
                              error="the program defines no answer variable", correct=False, details={"answer": None})

@@ -1,11 +1,16 @@
-"""MBPP and HumanEval executors: run a program against assert tests, recording return values.
+"""MBPP and HumanEval executors: run a program against assert tests, judged outside its reach.
 
-Each test is an ``assert`` statement. We parse it with :mod:`ast` (no tree-sitter), find the call
-under test -- the left side of a comparison (``assert f(x) == y``), the first argument of an
-``isclose``-style call, the operand of ``not``, or else the asserted expression itself --
-evaluate that call once, then check the assert with the value substituted for the call, so the
-function runs once per test (LEVER runs the program twice). Per test we record pass/fail and the
-returned value's type, ``str`` and canonical key.
+Each test is an ``assert`` statement. :func:`lever_jax.execution.judge.plan_test` splits it into
+the *candidate calls* (``add(1, 2)`` in ``assert add(1, 2) == 3``) and a judge-side check
+(``__c0 == 3``). The sandbox child gets the program, the setup code and only the calls -- never
+the expected values -- and returns each call's value as plain data
+(:mod:`lever_jax.execution.plain`; anything else, e.g. an object of a program-defined class, is a
+failure). The parent decodes the values and evaluates the checks itself, and checks that exactly
+one record came back per test; a record of the wrong shape is an ``error``. Nothing the program
+can do in its own process (patch builtins or the harness, edit frames, write to the result pipe,
+exit early) turns a failure into a pass: at most it changes its own answers. Tests that do not
+split run the old way inside the child and are flagged (``details.tests[i].judge == "child"``,
+``details.unverified_tests``). Each call runs once per test (LEVER runs the program twice).
 
 * correct iff the program ran and every test passed;
 * result_key: the canonical key of the tuple of return values when every test call returned,
@@ -15,8 +20,8 @@ returned value's type, ``str`` and canonical key.
   call raised), or ``ERROR: ...`` when the program itself failed.
 
 HumanEval: the asserts are derived from ``check(candidate)`` with ``candidate`` replaced by the
-entry point; when ``check`` holds anything but asserts (loops, helpers), the whole
-``check(<entry_point>)`` runs as one test.
+entry point (the child's setup is the test module without ``check``); when ``check`` holds
+anything but asserts (loops, helpers), the whole ``check(<entry_point>)`` runs as one legacy test.
 """
 from __future__ import annotations
 
@@ -24,16 +29,18 @@ import ast
 from typing import Any
 
 from lever_jax.data.schema import Candidate, Execution, Problem
+from lever_jax.execution import plain
 from lever_jax.execution.base import SandboxResult, Task
 from lever_jax.execution.canonical import canonical_key, unique_error_key
+from lever_jax.execution.judge import TestPlan, judge, plan_test
 
-VERSION = "pytests-1"
+VERSION = "pytests-2"
 VALUE_CHARS = 300
 _CLOSE_FUNCS = {"isclose", "allclose", "abs", "set", "sorted", "round", "float", "int", "str", "list", "tuple"}
 _RET = "__lever_return_value__"
 
 
-# -- test parsing (runs in the parent and again, defensively, in the child) ---------------------
+# -- legacy test parsing (for tests the judge cannot split) ---------------------
 def _call_node(test: ast.expr) -> ast.expr:
     """The sub-expression whose value is "the return value of the call under test"."""
     node = test
@@ -113,14 +120,79 @@ def humaneval_tests(test_source: str, entry_point: str) -> list[str]:
     return asserts or [f"check({entry_point})"]
 
 
-# -- the sandbox task ---------------------------------------------------------------------------
-def _type_name(value: Any) -> str:
-    # LEVER: str(type(v)) "<class 'numpy.int64'>" -> "numpy.int64"
-    return str(type(value)).split(" ")[-1].replace("'", "").replace(">", "")
+# -- the sandbox task (runs in the child, with the candidate) -----------------------------------
+def _text(value: Any) -> tuple[str, str]:
+    """LEVER's (type, str) of a return value; guarded against hostile ``__str__``."""
+    try:
+        text = str(value)[:VALUE_CHARS]
+    except Exception:  # noqa: BLE001
+        text = "<unprintable object>"
+    return plain.type_name(value), text
+
+
+def _answer(call_src: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate one candidate call; its value as plain data, or why there is none."""
+    try:
+        value = eval(compile(call_src, "<call>", "eval"), namespace)  # noqa: S307 - sandbox only
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the program's own exceptions, RecursionError included
+        return {"error": _describe(err)}
+    try:
+        answer = {"v": plain.encode(value)}
+        if type(value) in plain.DICT_LIKE:  # LEVER's return line shows the real type
+            answer["type"], answer["value"] = _text(value)
+        return answer
+    except plain.NotPlain as err:
+        kind, text = _text(value)
+        try:
+            key = canonical_key(value)
+        except Exception:  # noqa: BLE001
+            key = "unkeyable"
+        return {"notplain": str(err)[:VALUE_CHARS], "type": kind, "value": text, "key": key}
+
+
+def _legacy(test: str, namespace: dict[str, Any]) -> dict[str, Any]:
+    """The old way (flagged by the judge): the assert is checked here, in the candidate's process."""
+    entry: dict[str, Any] = {"legacy": True, "passed": False, "returned": False}
+    parts = split_assert(test)
+    try:
+        if parts is None:  # a bare statement such as check(f): run it, its value is None
+            exec(compile(test, "<test>", "exec"), namespace)  # noqa: S102
+            value: Any = None
+            entry["returned"] = entry["passed"] = True
+        else:
+            call_src, check_src = parts
+            value = eval(compile(call_src, "<call>", "eval"), namespace)  # noqa: S307
+            entry["returned"] = True
+            namespace[_RET] = value
+            try:
+                exec(compile(check_src, "<assert>", "exec"), namespace)  # noqa: S102
+                entry["passed"] = True
+            except AssertionError:
+                entry["passed"] = False
+        entry["type"], entry["value"] = _text(value)
+        entry["key"] = canonical_key(value)
+    except MemoryError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the program's own exceptions
+        entry["error"] = _describe(err)
+    return entry
+
+
+def _describe(err: BaseException) -> str:
+    try:
+        return f"{type(err).__name__}: {err}"[:VALUE_CHARS]
+    except Exception:  # noqa: BLE001 - a hostile __str__
+        return type(err).__name__
 
 
 def run(payload: dict[str, Any]) -> dict[str, Any]:
-    """Sandbox task: program + setup + each test. Program errors propagate (status ``error``)."""
+    """Sandbox task: program + setup, then each test's candidate calls (or a legacy assert).
+
+    The payload holds only the calls to answer, not the expected values (those stay with the
+    judge in the parent). Program errors propagate (status ``error``).
+    """
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
     exec(compile(payload["program"], "<program>", "exec"), namespace)  # noqa: S102 - sandbox only
     setup = payload.get("setup") or ""
@@ -128,37 +200,19 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         exec(compile(setup, "<setup>", "exec"), namespace)  # noqa: S102
     results = []
     for test in payload["tests"]:
-        entry: dict[str, Any] = {"test": test, "passed": False, "returned": False}
-        parts = split_assert(test)
-        try:
-            if parts is None:  # a bare statement such as check(f): run it, its value is None
-                exec(compile(test, "<test>", "exec"), namespace)  # noqa: S102
-                value: Any = None
-                entry["returned"] = True
-                entry["passed"] = True
-            else:
-                call_src, check_src = parts
-                value = eval(compile(call_src, "<call>", "eval"), namespace)  # noqa: S307
-                entry["returned"] = True
-                namespace[_RET] = value
-                try:
-                    exec(compile(check_src, "<assert>", "exec"), namespace)  # noqa: S102
-                    entry["passed"] = True
-                except AssertionError:
-                    entry["passed"] = False
-            if entry["returned"]:
-                text = str(value)
-                entry.update(type=_type_name(value), value=text[:VALUE_CHARS], key=canonical_key(value))
-        except MemoryError:
-            raise
-        except RecursionError as err:
-            entry["error"] = f"RecursionError: {err}"[:VALUE_CHARS]
-        except Exception as err:  # noqa: BLE001 - the program's own exceptions
-            entry["error"] = f"{type(err).__name__}: {err}"[:VALUE_CHARS]
-        results.append(entry)
+        if "legacy" in test:
+            results.append(_legacy(test["legacy"], namespace))
+            continue
+        answers = []
+        for call_src in test["calls"]:
+            answers.append(_answer(call_src, namespace))
+            if "v" not in answers[-1]:
+                break
+        results.append({"answers": answers})
     return {"tests": results}
 
 
+# -- the judge side (runs in the parent: no candidate code here) --------------------------------
 def _return_line(entry: dict[str, Any]) -> str:
     if not entry.get("returned"):
         return "# return: ERROR: tracing failed"
@@ -168,6 +222,62 @@ def _return_line(entry: dict[str, Any]) -> str:
     return f"# return: ({entry.get('type')})={value}"
 
 
+class BadResult(ValueError):
+    """The child's record does not have the shape the judge asked for."""
+
+
+def _s(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise BadResult(f"{what} is not a string")
+    return value[:VALUE_CHARS]
+
+
+def judge_test(plan: TestPlan, entry: Any) -> dict[str, Any]:
+    """One test's verdict and LEVER's return capture from the child's record (validated strictly)."""
+    if not isinstance(entry, dict):
+        raise BadResult("a test record is not an object")
+    if plan.legacy:
+        if "legacy" not in entry or not isinstance(entry.get("passed"), bool) or not isinstance(entry.get("returned"), bool):
+            raise BadResult("a legacy test record is malformed")
+        out = {"passed": entry["passed"], "returned": entry["returned"], "judge": "child",
+               "error": None if entry.get("error") is None else _s(entry.get("error"), "error")}
+        if entry["returned"]:
+            out.update(type=_s(entry.get("type"), "type"), value=_s(entry.get("value"), "value"),
+                       key=_s(entry.get("key"), "key"))
+        return out
+    answers = entry.get("answers")
+    if not isinstance(answers, list) or not 1 <= len(answers) <= len(plan.calls):
+        raise BadResult("a test record has the wrong number of answers")
+    out: dict[str, Any] = {"passed": False, "returned": False, "judge": "parent", "error": None}
+    values = []
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, dict):
+            raise BadResult("an answer is not an object")
+        if "v" in answer:
+            try:
+                value = plain.decode(answer["v"])
+            except plain.NotPlain as err:
+                raise BadResult(f"an answer is not plain data: {err}") from None
+            values.append(value)
+            if i == 0:
+                out.update(returned=True, type=plain.type_name(value), value=str(value)[:VALUE_CHARS], key=canonical_key(value))
+                if "type" in answer:
+                    out.update(type=_s(answer["type"], "type"), value=_s(answer.get("value"), "value"))
+        elif "notplain" in answer:
+            out["error"] = f"returned a {_s(answer.get('type'), 'type')}: {_s(answer['notplain'], 'notplain')}"
+            if i == 0:
+                out.update(returned=True, type=_s(answer.get("type"), "type"), value=_s(answer.get("value"), "value"),
+                           key=_s(answer.get("key"), "key"))
+            return out
+        else:
+            out["error"] = _s(answer.get("error"), "error")
+            return out
+    if len(values) != len(plan.calls):
+        raise BadResult("a test record has the wrong number of answers")
+    out["passed"] = judge(plan, values)
+    return out
+
+
 class _TestsExecutor:
     dataset = ""
     version = VERSION
@@ -175,10 +285,16 @@ class _TestsExecutor:
     def tests_for(self, problem: Problem) -> tuple[str, list[str]]:
         raise NotImplementedError
 
+    def child_setup(self, setup: str, plans: list[TestPlan]) -> str:
+        """The setup code the child gets (HumanEval drops ``check`` when no test needs it)."""
+        return setup
+
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         setup, tests = self.tests_for(problem)
+        plans = [plan_test(t) for t in tests]
+        wire = [{"legacy": p.source} if p.legacy else {"calls": list(p.calls)} for p in plans]
         return Task("lever_jax.execution.python_tests:run",
-                    {"program": candidate.program, "setup": setup, "tests": tests})
+                    {"program": candidate.program, "setup": self.child_setup(setup, plans), "tests": wire})
 
     def to_execution(self, problem: Problem, candidate: Candidate, result: SandboxResult) -> Execution:
         error_key = unique_error_key(problem.problem_id, candidate.program)
@@ -187,13 +303,24 @@ class _TestsExecutor:
             text = "ERROR: program is not parsable" if error.startswith("SyntaxError") else f"ERROR: {error}"
             return Execution(status=result.status, result_key=error_key, result_text=text[:500], error=result.error,
                              correct=False, details={"tests": []})
-        tests = list(result.value.get("tests", []))
-        all_returned = bool(tests) and all(t.get("returned") for t in tests)
-        passed = bool(tests) and all(t.get("passed") for t in tests)
+        plans = [plan_test(t) for t in self.tests_for(problem)[1]]
+        raw = result.value.get("tests")
+        try:
+            if not isinstance(raw, list) or len(raw) != len(plans):
+                raise BadResult(f"the result holds {len(raw) if isinstance(raw, list) else 'no'} tests, "
+                                f"expected {len(plans)}")
+            tests = [judge_test(plan, entry) for plan, entry in zip(plans, raw)]
+        except BadResult as err:
+            message = f"invalid result record: {err}"
+            return Execution(status="error", result_key=error_key, result_text=f"ERROR: {message}", error=message,
+                             correct=False, details={"tests": []})
+        all_returned = bool(tests) and all(t["returned"] for t in tests)
+        passed = bool(tests) and all(t["passed"] for t in tests)
         key = canonical_key(tuple(t.get("key") for t in tests)) if all_returned else error_key
         text = "\n".join(_return_line(t) for t in tests)
-        details = {"tests": [{k: t.get(k) for k in ("passed", "type", "value", "error")} for t in tests],
-                   "passed": sum(bool(t.get("passed")) for t in tests)}
+        details = {"tests": [{k: t.get(k) for k in ("passed", "type", "value", "error", "judge")} for t in tests],
+                   "passed": sum(t["passed"] for t in tests),
+                   "unverified_tests": sum(t["judge"] == "child" for t in tests)}
         return Execution(status="ok", result_key=key, result_text=text, error=None, correct=passed, details=details)
 
 
@@ -219,3 +346,23 @@ class HumanEvalExecutor(_TestsExecutor):
         ctx = problem.context
         test_source = str(ctx["test"])
         return test_source, humaneval_tests(test_source, str(ctx["entry_point"]))
+
+    def child_setup(self, setup: str, plans: list[TestPlan]) -> str:
+        if any(p.legacy for p in plans):
+            return setup
+        return _without_check(setup)
+
+
+def _without_check(test_source: str) -> str:
+    """The HumanEval test module minus ``check`` (and ``METADATA``): the expected values stay here."""
+    try:
+        tree = ast.parse(test_source)
+    except SyntaxError:
+        return test_source
+    def keep(node: ast.stmt) -> bool:
+        if isinstance(node, ast.FunctionDef) and node.name == "check":
+            return False
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        return not any(isinstance(t, ast.Name) and t.id == "METADATA" for t in targets)
+    tree.body = [n for n in tree.body if keep(n)]
+    return ast.unparse(tree)

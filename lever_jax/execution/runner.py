@@ -139,9 +139,30 @@ def _run_window(chunk: list[Problem], executor: DatasetExecutor, executor_id: st
     yield from ready()
 
 
+def _clean(value: object, depth: int = 0) -> object:
+    """Lone surrogates (a program may print or return any str) become ``\\udXXX`` text, so that
+    the UTF-8 output file can always be written."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if depth > 50:
+        return value
+    if isinstance(value, dict):
+        return {_clean(k, depth + 1): _clean(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v, depth + 1) for v in value]
+    return value
+
+
 def _to_execution(executor: DatasetExecutor, problem: Problem, ci: int, result: SandboxResult) -> Execution:
     try:
-        return executor.to_execution(problem, problem.candidates[ci], result)
+        execution = executor.to_execution(problem, problem.candidates[ci], result)
+        return dataclasses.replace(
+            execution, result_key=_clean(execution.result_key), result_text=_clean(execution.result_text),
+            error=_clean(execution.error), details=None if execution.details is None else _clean(dict(execution.details)))
     except Exception as err:  # noqa: BLE001 - a malformed result must not abort the whole run
         return Execution(status="error", result_key=unique_error_key(problem.problem_id, ci), result_text="ERROR",
                          error=f"could not interpret the sandbox result: {err!r}", correct=False)

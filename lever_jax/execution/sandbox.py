@@ -34,6 +34,7 @@ _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _HELLO_TIMEOUT_S = 120.0
 # Queued tasks per worker: one running, one waiting in the pipe (hides the round trip).
 _DEPTH = 2
+_WARNED: set[str] = set()  # refused layers already reported by this process
 
 
 class SandboxError(RuntimeError):
@@ -57,8 +58,19 @@ class _Worker:
 class Sandbox:
     """Process pool for untrusted code. Use as a context manager (or call :meth:`close`)."""
 
-    def __init__(self, workers: int | None = None, limits: Limits = Limits(), preload: Iterable[str] = ()):
+    def __init__(self, workers: int | None = None, limits: Limits = Limits(), preload: Iterable[str] = (),
+                 readable: Iterable[str | os.PathLike] = (), disable: Iterable[str] = ()):
+        """``readable``: host paths every task may read (``Task.readable`` adds per-task ones); with
+        the private mount view (``protections()["mount_view"]``) nothing else outside the
+        interpreter and this package exists for the tasks. ``disable``: layers not to use even
+        where the kernel grants them (``"mount_view"``, ``"pid_namespace"``, ``"ipc_namespace"``),
+        to test the degraded paths or to measure what each costs."""
         self.limits = limits
+        self._readable = [os.path.abspath(os.fspath(r)) for r in readable]
+        self._disable = sorted(set(disable))
+        unknown = set(self._disable) - {"mount_view", "pid_namespace", "ipc_namespace"}
+        if unknown:
+            raise ValueError(f"unknown sandbox layers {sorted(unknown)}")
         self.num_workers = max(1, workers or os.cpu_count() or 1)
         self._preload = list(preload)
         # Each slot gets its own uid, unique to this Sandbox, so that a task can signal nothing
@@ -73,6 +85,11 @@ class Sandbox:
             for worker in starting:
                 self._await_hello(worker)
                 self._workers.append(worker)
+            refused = self.refused_layers()
+            if refused and not _WARNED.intersection(refused):
+                _WARNED.update(refused)
+                print(f"lever-jax: sandbox running without {', '.join(refused)} (refused by the kernel or not "
+                      "root; see Sandbox.protections())", file=sys.stderr)
         except BaseException:
             for worker in starting if "starting" in locals() else []:
                 self._terminate(worker)
@@ -88,6 +105,14 @@ class Sandbox:
     def protections(self) -> dict[str, Any]:
         """Which isolation layers are active (as reported by the first worker)."""
         return dict(self._protections)
+
+    def refused_layers(self) -> list[str]:
+        """Isolation layers the kernel (or our privileges) refused here, not counting those
+        switched off with ``disable``; the sandbox runs without them and says so at start-up."""
+        p = self._protections
+        layers = ("network_namespace", "mount_namespace", "mount_view", "pid_namespace", "ipc_namespace",
+                  "drop_privileges")
+        return [name for name in layers if not p.get(name) and name not in p.get("disabled_layers", ())]
 
     def task_uids(self) -> list[int]:
         """The uids tasks run as (one per worker slot; empty when privileges are not dropped)."""
@@ -178,7 +203,8 @@ class Sandbox:
     def _spawn(self, slot: int) -> _Worker:
         config = {
             "uid": self._uid_base + slot,
-            "limits": {**dataclasses.asdict(self.limits), "preload": self._preload},
+            "limits": {**dataclasses.asdict(self.limits), "preload": self._preload, "readable": self._readable,
+                       "disable": self._disable},
         }
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
@@ -232,7 +258,8 @@ class Sandbox:
         if not worker.inflight:
             worker.busy_since = time.monotonic()
         worker.inflight.append(item)
-        worker.outgoing += encode_message({"id": index, "function": task.function, "payload": task.payload})
+        worker.outgoing += encode_message({"id": index, "function": task.function, "payload": task.payload,
+                                             "readable": [str(r) for r in task.readable]})
         self._flush(worker)
 
     def _flush(self, worker: _Worker) -> None:

@@ -81,24 +81,6 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _block_sockets() -> None:
-    """Fallback when no network namespace: make socket creation fail inside the child."""
-    import socket
-
-    def refuse(*_args: Any, **_kwargs: Any) -> Any:
-        raise PermissionError("network access is disabled in the sandbox")
-
-    socket.socket = refuse  # type: ignore[assignment,misc]
-    socket.create_connection = refuse  # type: ignore[assignment]
-    socket.socketpair = refuse  # type: ignore[assignment]
-    try:
-        import _socket
-
-        _socket.socket = refuse  # type: ignore[assignment,misc]
-    except ImportError:  # pragma: no cover
-        pass
-
-
 class Worker:
     def __init__(self, config: dict[str, Any]):
         self.limits: dict[str, Any] = config["limits"]
@@ -106,6 +88,12 @@ class Worker:
         self.functions: dict[str, Callable[[Any], Any]] = {}
         self.protections: dict[str, Any] = {}
         self.base = ""
+        self.view = ""
+        self.pid_ns_fd = -1
+        self.task_binds: list[str] = []
+        self.tmp_mounted = False
+        self.view_paths: list[str] = []
+        self.broken = False  # a clean-up failed: the zygote exits after this task and is replaced
 
     # -- set-up (in the router, before any zygote is forked: namespaces are inherited) ----------
     def setup(self) -> None:
@@ -126,6 +114,7 @@ class Worker:
         if p["mount_namespace"]:
             # Let the unprivileged task import the stdlib even if it lives under /root (0700).
             p["exposed_paths"] = isolation.expose_paths(wanted)
+        self._setup_view(wanted)
         p["drop_privileges"] = bool(root and self.uid is not None)
         p["task_uid"] = self.uid if p["drop_privileges"] else os.geteuid()
         # RLIMIT_NPROC counts processes per uid and is ignored for root: it only means
@@ -138,8 +127,53 @@ class Worker:
         if p["drop_privileges"]:
             isolation.kill_uid(self.uid)  # leftovers of a replaced worker in this slot
 
+    def _setup_view(self, wanted: list[str]) -> None:
+        """The task's own mount view, PID and IPC namespaces (each reported; each may be refused)."""
+        p = self.protections
+        self.view = ""
+        off = set(self.limits.get("disable", ()))
+        if p["mount_namespace"] and "mount_view" not in off:
+            view = tempfile.mkdtemp(prefix="lever-view-")
+            package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            readable = [str(r) for r in self.limits.get("readable", ())]
+            paths = [w for w in wanted if w != os.path.dirname(package)] + [package] + readable
+            if isolation.build_view(view, paths, self.uid if isolation.is_root() else None):
+                self.view = view
+                self.view_paths = [os.path.realpath(v) for v in paths if v and os.path.exists(v)]
+        p["mount_view"] = bool(self.view)
+        p["per_task_tmpfs"] = bool(self.view)
+        self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        p["pid_namespace"] = p["ipc_namespace"] = p["private_proc"] = False
+        p["disabled_layers"] = sorted(off)
+        if "pid_namespace" in off:
+            p["ipc_namespace"] = "ipc_namespace" not in off and isolation.unshare_probe(isolation.CLONE_NEWIPC)
+            return
+        # Probe once, as a zygote will: a child in a fresh PID namespace (its pid 1) with its own
+        # mount namespace and a /proc of that PID namespace, and one task child with its own IPC one.
+        if isolation.next_child_in_new_pid_namespace(self.pid_ns_fd):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - probe child
+                code = 1 if os.getpid() == 1 else 0
+                if self.view and isolation.unshare(isolation.CLONE_NEWNS) and isolation.mount_proc(self.view + "/proc"):
+                    code |= 4
+                code |= 2 if isolation.unshare(isolation.CLONE_NEWIPC) else 0
+                os._exit(code)
+            isolation.restore_pid_namespace(self.pid_ns_fd)
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            p["pid_namespace"], p["ipc_namespace"], p["private_proc"] = bool(code & 1), bool(code & 2), bool(code & 4)
+            p["ipc_namespace"] = p["ipc_namespace"] and "ipc_namespace" not in off
+        else:
+            p["ipc_namespace"] = "ipc_namespace" not in off and isolation.unshare_probe(isolation.CLONE_NEWIPC)
+
     def setup_zygote(self) -> None:
+        """In the zygote (pid 1 of its own PID namespace when granted): its own mount namespace
+        with a /proc showing that namespace only, other uids' processes (the zygote) hidden."""
         self.protections["subreaper"] = isolation.set_subreaper()
+        if self.view:  # own mount namespace: its per-task mounts never meet another zygote's
+            if not isolation.unshare(isolation.CLONE_NEWNS):
+                raise OSError("cannot create the zygote's mount namespace")
+            if self.protections.get("private_proc") and not isolation.mount_proc(self.view + "/proc"):
+                raise OSError("cannot mount the zygote's /proc")
         # Children inherit this environment; each then only sets HOME and TMPDIR.
         os.environ.clear()
         os.environ.update(CHILD_ENV)
@@ -160,9 +194,27 @@ class Worker:
         except Exception as err:  # noqa: BLE001 - bad function name: the caller's bug, report it
             reply.update(status="error", error=f"cannot import task function {msg['function']!r}: {err!r}")
             return reply
-        tmpdir = tempfile.mkdtemp(dir=self.base)
-        if self.protections["drop_privileges"]:
-            os.chown(tmpdir, self.uid, self.uid)
+        p = self.protections
+        if self.view:
+            if not self.tmp_mounted and not (
+                    isolation.fresh_tmpfs(self.view + "/tmp", int(self.limits.get("tmp_mb", 64)))
+                    and isolation.fresh_tmpfs(self.view + "/dev/shm", int(self.limits.get("tmp_mb", 64)))):
+                self._unmount_task()
+                self.broken = True
+                reply.update(status="killed", error="sandbox: cannot mount the task's /tmp")
+                return reply
+            self.tmp_mounted = True
+            tmpdir = "/tmp"
+            # what the view shows under /tmp or /dev/shm (a checkout or interpreter there) is hidden
+            # by the fresh tmpfs: bind it back, read-only, for this task
+            for path in self.view_paths:
+                if path.startswith(("/tmp/", "/dev/shm/")) and isolation.bind_into(self.view, path):
+                    self.task_binds.append(self.view + path)
+            self._bind_readable([r for r in msg.get("readable") or () if isinstance(r, str)])
+        else:
+            tmpdir = tempfile.mkdtemp(dir=self.base)
+            if p["drop_privileges"]:
+                os.chown(tmpdir, self.uid, self.uid)
         res_r, res_w = os.pipe()
         out_r, out_w = os.pipe()
         nonce = os.urandom(16).hex().encode()
@@ -177,8 +229,41 @@ class Worker:
         finally:
             os.close(res_r)
             os.close(out_r)
-            self._cleanup(tmpdir)
+            if self.view:
+                self._release_task_tmp()
+            else:
+                self._cleanup(tmpdir)
         return reply
+
+    def _release_task_tmp(self) -> None:
+        """After a task: a /tmp and /dev/shm it left empty are as good as new (the task cannot
+        change the root-owned tmpfs roots themselves) and serve the next task; anything left in
+        them, or a per-task bind, and both are unmounted (the next task gets fresh ones)."""
+        try:
+            clean = not self.task_binds and isolation.is_empty(self.view + "/tmp") and isolation.is_empty(self.view + "/dev/shm")
+        except OSError:
+            clean = False
+        if not clean:
+            self._unmount_task()
+
+    def _bind_readable(self, paths: list[str]) -> None:
+        """Show this task's own read-only inputs (its database) in the view, until it ends."""
+        for path in paths:
+            real = os.path.realpath(path)
+            shown = any((real == v or real.startswith(v + "/")) and not v.startswith(("/tmp/", "/dev/shm/"))
+                        for v in self.view_paths)
+            if os.path.isabs(real) and os.path.exists(real) and not shown:
+                if isolation.bind_into(self.view, real):
+                    self.task_binds.append(self.view + real)
+
+    def _unmount_task(self) -> None:
+        """The per-task clean-up: detach the task's /dev/shm and /tmp (a lazy unmount cannot be
+        blocked, and no program can make it raise)."""
+        for target in [*self.task_binds, self.view + "/dev/shm", self.view + "/tmp"]:
+            while isolation.umount(target):  # everything stacked there
+                pass
+        self.task_binds.clear()
+        self.tmp_mounted = False
 
     def _child(self, fn: Callable[[Any], Any], payload: Any, tmpdir: str, res_w: int, out_w: int,
                nonce: bytes) -> None:
@@ -193,6 +278,11 @@ class Worker:
             os.dup2(null, 0)
             os.dup2(res_w, RESULT_FD)
             os.closerange(RESULT_FD + 1, 1 << 16)
+            p = self.protections
+            if p["ipc_namespace"] and not isolation.unshare(isolation.CLONE_NEWIPC):
+                raise OSError("cannot create the IPC namespace")
+            if self.view:
+                os.chroot(self.view)
             os.chdir(tmpdir)
             lim = self.limits
             isolation.set_limit(resource.RLIMIT_CORE, 0)
@@ -209,7 +299,7 @@ class Worker:
             os.environ["HOME"] = os.environ["TMPDIR"] = tmpdir
             tempfile.tempdir = tmpdir
             if not self.protections["network_namespace"]:
-                _block_sockets()
+                isolation.block_sockets()
             signal.signal(signal.SIGINT, signal.SIG_DFL)
         except BaseException as err:  # noqa: BLE001
             frame = {"status": "error", "error": f"sandbox set-up failed: {err!r}"}
@@ -307,7 +397,7 @@ class Worker:
         if raw.startswith(nonce):
             try:
                 frame = json.loads(raw[len(nonce):])
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested deeper than we parse
                 frame = None
             if isinstance(frame, dict) and frame.get("status") in ("ok", "error", "memory"):
                 reply.update(status=frame["status"], value=frame.get("value"), error=frame.get("error"))
@@ -343,7 +433,7 @@ class Worker:
             if self.protections["drop_privileges"]:
                 isolation.kill_uid(self.uid)
             else:
-                for child in _children(os.getpid()):
+                for child in isolation.children(os.getpid()):
                     try:
                         os.kill(child, signal.SIGKILL)
                     except ProcessLookupError:
@@ -351,47 +441,28 @@ class Worker:
             time.sleep(0.001)
 
     def _cleanup(self, tmpdir: str) -> None:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        # Only the tmpfs mounted in our own namespace is cleared -- never a host directory.
-        base = os.path.realpath(self.base)
-        # never descend into the interpreter / checkout bind-mounted back into the private tmpfs
-        kept = self.protections.get("private_tmp_kept", ())
-        for path in self.protections.get("private_tmp_dirs", ()):
-            try:
-                entries = os.listdir(path)
-            except OSError:
-                continue
-            for entry in entries:
-                full = os.path.join(path, entry)
-                real = os.path.realpath(full)
-                if real == base or any(k == real or k.startswith(real + "/") for k in kept):
-                    continue
-                if os.path.isdir(full) and not os.path.islink(full):
-                    shutil.rmtree(full, ignore_errors=True)
-                else:
-                    try:
-                        os.unlink(full)
-                    except OSError:
-                        pass
+        """Fallback clean-up (no per-task tmpfs): delete the task's directory and whatever it left
+        in the private world-writable directories; iterative, so no tree depth makes it raise.
+        Anything still there afterwards marks the zygote broken (it is replaced)."""
+        try:
+            isolation.remove_tree(tmpdir)
+            # Only the tmpfs mounted in our own namespace is cleared -- never a host directory.
+            keep = {os.path.realpath(self.base), os.path.realpath(self.view)} if self.view else {os.path.realpath(self.base)}
+            # never descend into the interpreter / checkout bind-mounted back into the private tmpfs
+            kept = self.protections.get("private_tmp_kept", ())
+            for path in self.protections.get("private_tmp_dirs", ()):
+                for entry in os.listdir(path):
+                    full = os.path.join(path, entry)  # judged by its own path, never where a symlink points
+                    if full in keep or any(k == full or k.startswith(full + "/") for k in kept):
+                        continue
+                    isolation.remove_tree(full)
+            if os.path.lexists(tmpdir):
+                self.broken = True
+        except Exception:  # noqa: BLE001 - never let a program's leftovers kill the zygote mid-task
+            self.broken = True
 
     def shutdown(self) -> None:
         self._sweep()
-
-
-def _children(ppid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if int(fields[1]) == ppid:
-            found.append(int(entry))
-    return found
 
 
 def _describe(err: BaseException) -> str:
@@ -412,7 +483,10 @@ class Zygote:
     def __init__(self, worker: Worker, module: str, close_fds: list[int]):
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        own_ns = worker.protections.get("pid_namespace") and isolation.next_child_in_new_pid_namespace(worker.pid_ns_fd)
         self.pid = os.fork()
+        if self.pid and own_ns:
+            isolation.restore_pid_namespace(worker.pid_ns_fd)
         if self.pid == 0:  # pragma: no cover - zygote process
             code = 0
             try:
@@ -430,7 +504,12 @@ class Zygote:
                     msg = read_message(req_r)
                     if msg is None:
                         break
-                    write_all(rep_w, encode_message(worker.run_task(msg)))
+                    reply = worker.run_task(msg)
+                    if worker.broken:
+                        reply["zygote_retired"] = True
+                    write_all(rep_w, encode_message(reply))
+                    if worker.broken:  # a clean-up failed: a fresh zygote takes over from the next task
+                        break
             except BaseException:  # noqa: BLE001
                 traceback.print_exc()
                 code = 1
@@ -489,6 +568,8 @@ def main() -> int:
                 break
             module = str(msg.get("function", "")).partition(":")[0]
             reply = zygote_for(module).run(msg)
+            if reply is not None and reply.pop("zygote_retired", False):
+                zygotes.pop(module).close()  # it could not clean up after this task; the next gets a fresh one
             if reply is None:  # the zygote died (it never runs untrusted code: a bug or OOM)
                 zygotes.pop(module).close()
                 reply = {"id": msg["id"], "status": "killed", "error": "sandbox zygote died", "value": None,

@@ -43,8 +43,9 @@ KEY_ROWS = 5  # LEVER groups on the flattened first 5 rows
 PREVIEW_CHARS = 200
 MAX_ERROR_CHARS = 500
 _PROGRESS_STEPS = 1000
-_SANDBOX_HINT = (" (SQL runs in the sandbox as an unprivileged user with a private /tmp: the database directory "
-                 "must be world-readable and not under /tmp, /var/tmp or /dev/shm; see LEVER_JAX_DB_DIR)")
+_SANDBOX_HINT = (" (SQL runs in the sandbox as an unprivileged user who sees only the interpreter, the package and "
+                 "the database root: the database must be under LEVER_JAX_DB_DIR (or a path given to "
+                 "Sandbox(readable=...)), world-readable and not under /tmp, /var/tmp or /dev/shm)")
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 # Read-only introspection pragmas a query may use (their argument is a table/index name).
@@ -233,6 +234,20 @@ def _warn_if_hidden_from_sandbox(root: Path) -> None:
         print(f"lever-jax: warning: database root {resolved} {why}{_SANDBOX_HINT}", file=sys.stderr)
 
 
+def _invalid_record(value: Mapping[str, Any]) -> str | None:
+    """What is wrong with the task's record (None: plain data of the expected types). A SQL
+    candidate runs no Python, so it cannot reach the judge in the child; the parent still reads
+    only well-typed fields."""
+    if value.get("status") not in ("ok", "error", "timeout") or type(value.get("correct")) is not bool:
+        return "status/correct"
+    if value.get("error") is not None and not isinstance(value.get("error"), str):
+        return "error"
+    if value["status"] == "ok" and not (isinstance(value.get("result_key"), str)
+                                        and isinstance(value.get("result_text"), str)):
+        return "result_key/result_text"
+    return None
+
+
 class _SqlExecutor:
     dataset = ""
     version = "sql-1"
@@ -260,6 +275,9 @@ class _SqlExecutor:
         if result.status != "ok" or not isinstance(value, Mapping):
             status = result.status if result.status != "ok" else "error"
             return _error_execution(problem, candidate, status, result.error or "no result")
+        bad = _invalid_record(value)
+        if bad:
+            return _error_execution(problem, candidate, "error", f"invalid result record: {bad}")
         if value.get("status") != "ok":
             status = "timeout" if value.get("status") == "timeout" else "error"
             return _error_execution(problem, candidate, status, value.get("error"))
@@ -285,7 +303,7 @@ class SpiderExecutor(_SqlExecutor):
             db_path = Path(f"<missing database: {err}>")
         payload = self._payload(db_path, candidate)
         payload["gold_sql"] = problem.gold if isinstance(problem.gold, str) else None
-        return Task(TASK_FUNCTION, payload)
+        return Task(TASK_FUNCTION, payload, readable=(str(db_path),))
 
 
 class WikiTQExecutor(_SqlExecutor):
@@ -323,4 +341,4 @@ class WikiTQExecutor(_SqlExecutor):
             question=problem.question,
             checker=self.checker,
         )
-        return Task(TASK_FUNCTION, payload)
+        return Task(TASK_FUNCTION, payload, readable=(str(db_path),))

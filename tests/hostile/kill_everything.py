@@ -1,3 +1,6 @@
 import os, signal
-os.kill(-1, signal.SIGKILL)
+try:
+    os.kill(-1, signal.SIGKILL)  # its own PID namespace holds nothing else of its uid
+except ProcessLookupError:
+    pass
 answer = 7

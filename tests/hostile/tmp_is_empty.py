@@ -1,0 +1,2 @@
+import os
+answer = len(os.listdir("/tmp")) + len(os.listdir("/dev/shm"))
