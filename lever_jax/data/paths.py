@@ -56,11 +56,14 @@ def _filesystem(path: PathLike) -> Any:
     options: dict[str, Any] = {}
     if proto == "gs":
         try:
-            import gcsfs  # noqa: F401
+            # The JSON-API filesystem: gcsfs's default (ExtendedGcsFileSystem) first asks the
+            # storage-control gRPC service for the bucket type, which emulators lack (60 s timeouts).
+            from gcsfs.core import GCSFileSystem
         except ImportError:
             raise CloudPathError(f"{path}: gs:// paths need gcsfs: pip install 'lever-jax[cloud]'") from None
         if os.environ.get(EMULATOR_ENV):
             options["token"] = "anon"  # the emulator accepts no credentials
+        return GCSFileSystem(**options)
     try:
         return fsspec.filesystem(proto, **options)
     except (ImportError, ValueError) as err:
