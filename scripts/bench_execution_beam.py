@@ -43,8 +43,10 @@ def pool_problems() -> list[Problem]:
     from lever_jax.data.bundled import bundled_path
 
     out: list[Problem] = []
-    for name in POOLS:
-        out.extend(read_problems(bundled_path("gsm8k_pool", name, must_exist=True)))
+    for name in POOLS:  # both pools hold the same GSM8k problems: tag the ids with the pool
+        tag = name.split(".")[0]
+        out.extend(p.replace(problem_id=f"{p.problem_id}-{tag}") for p in
+                   read_problems(bundled_path("gsm8k_pool", name, must_exist=True)))
     return out
 
 
