@@ -33,6 +33,7 @@ from lever_jax.models.configs import LossConfig, encoder_config, t5_config
 from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
 from lever_jax.rerank.scores_file import compute_metrics
 from lever_jax.training.metric_sinks import MetricsWriter
+from lever_jax.training.preemption import PreemptionGuard
 from lever_jax.training.trainer import OptimizerConfig, Trainer
 from lever_jax.inputs.tokenizers import TextTokenizer, get_vocabulary
 
@@ -201,7 +202,9 @@ def train(
         bar = tqdm(total=train_steps, initial=start, unit="step", dynamic_ncols=True, file=sys.stderr)
     interval_start, interval_examples, interval_steps = time.time(), 0.0, 0
     pending: list[Any] = []
+    guard = PreemptionGuard()
     try:
+        guard.__enter__()
         for step in range(start, train_steps):
             state, metrics = trainer.train_step(state, batcher.host_batch(step))
             pending.append(metrics["num_candidates"])
@@ -235,11 +238,19 @@ def train(
                     bar.set_postfix(loss=f"{record['loss']:.4f}", steps_s=f"{record['steps_per_sec']:.2f}",
                                     ex_s=f"{record['examples_per_sec']:.1f}", refresh=False)
                 interval_start, interval_examples, interval_steps = time.time(), 0.0, 0
-            if do_ckpt:
+            preempted = not is_last and guard.requested(done)
+            if do_ckpt or preempted:
                 position = batcher.position(done)
                 position["rng"] = np.asarray(jax.device_get(state.rng)).tolist()
                 ckpt.save(done, state, position, metrics=eval_metrics if do_eval else None)
+            if preempted:
+                ckpt.wait()  # the checkpoint is complete on disk before we report success
+                record = {**record, "preempted_at_step": float(done)}
+                log.warning("preempted (%s): checkpoint saved at step %d of %d; rerun the same command to "
+                            "resume", guard.signal_name, done, train_steps)
+                break
     finally:
+        guard.__exit__()
         if bar is not None:
             bar.close()
         ckpt.close()
@@ -356,6 +367,9 @@ def setup(args: argparse.Namespace) -> None:
 def run_train(args: argparse.Namespace) -> int:
     setup(args)
     record = train(argv_note=f"\n# flags: {' '.join(sys.argv[1:])}\n")
+    if "preempted_at_step" in record and jax.process_index() == 0:
+        print(f"preempted: checkpoint saved at step {int(record['preempted_at_step'])}; "
+              "the same command resumes from it", file=sys.stderr)
     if jax.process_index() == 0:
         shown = {k: v for k, v in record.items() if isinstance(v, float) and math.isfinite(v)}
         print(" ".join(f"{k}={v:.4g}" for k, v in sorted(shown.items())))
