@@ -42,7 +42,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     license="MIT",
-    python_requires=">=3.10",
+    python_requires=">=3.11"  # the pins (jax 0.10, numpy 2.4, scipy 1.17) need 3.11,
     packages=find_packages(include=["lever_jax", "lever_jax.*", "tasks", "tasks.*"]),
     include_package_data=True,
     package_data={"lever_jax": ["data/bundled/**/*", "data/bundled/*"]},

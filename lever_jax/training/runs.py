@@ -153,8 +153,9 @@ def train(
     mesh, rules = make_partitioning()
     data_size = mesh.shape["data"]
     if problems_per_batch % (data_size * accum_steps):
-        raise ValueError(f"train.problems_per_batch={problems_per_batch} must be a multiple of the "
-                         f"mesh 'data' size ({data_size}) x accum_steps ({accum_steps})")
+        raise ValueError(f"train.problems_per_batch={problems_per_batch} (gin macro BATCH_SIZE) must be a multiple "
+                         f"of the mesh 'data' size ({data_size}) x accum_steps ({accum_steps}, macro ACCUM_STEPS): "
+                         f"set e.g. --gin_bindings BATCH_SIZE={data_size * accum_steps}")
     trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout)
     log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d",
              dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps)
@@ -332,7 +333,12 @@ def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--gin_search_paths", action="append", default=[],
                         help="extra directories to resolve gin files and includes")
     parser.add_argument("--distributed", action="store_true",
-                        help="call jax.distributed.initialize() first (multi-host TPU/GPU)")
+                        help="call jax.distributed.initialize() first (multi-host: no other flag on Cloud TPU, "
+                        "SLURM or Open MPI, where JAX finds the cluster itself)")
+    parser.add_argument("--coordinator_address", default=None,
+                        help="with --distributed: HOST:PORT of process 0 (a loopback address binds to it only)")
+    parser.add_argument("--num_processes", type=int, default=None, help="with --distributed: process count")
+    parser.add_argument("--process_id", type=int, default=None, help="with --distributed: this process's index")
     parser.add_argument("--log_level", default="INFO")
     return parser
 
@@ -360,7 +366,11 @@ def setup(args: argparse.Namespace) -> None:
     absl_logger = logging.getLogger("absl")
     absl_logger.setLevel(logging.WARNING)
     absl_logger.addFilter(_DropOrbaxNoise())
-    partitioning.maybe_initialize_distributed(args.distributed)
+    explicit = {"coordinator_address": getattr(args, "coordinator_address", None),
+                "num_processes": getattr(args, "num_processes", None), "process_id": getattr(args, "process_id", None)}
+    if any(v is not None for v in explicit.values()) and not args.distributed:
+        raise SystemExit("--coordinator_address/--num_processes/--process_id need --distributed")
+    partitioning.maybe_initialize_distributed(args.distributed, **explicit)
     parse_gin(args)
 
 
