@@ -19,8 +19,9 @@ $(INSTALLED):
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_INSTALLED): $(INSTALLED)
-	# HF parity tests: CPU torch + transformers (optional extra `parity`).
-	$(PIP) install -q -c constraints.txt -e '.[all,parity]'
+	# HF parity tests: CPU torch + transformers (optional extra `parity`); Beam execution and
+	# gs:// paths against a local GCS emulator (extras `beam`, `cloud-test`).
+	$(PIP) install -q -c constraints.txt -e '.[all,parity,beam,cloud-test]'
 	touch $@
 
 install: $(INSTALLED)

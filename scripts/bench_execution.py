@@ -1,6 +1,7 @@
 """Execution throughput: our sandbox vs a LEVER-style executor vs in-process exec (the floor).
 
     python scripts/bench_execution.py [--gsm8k 1000] [--mbpp 300] [--lever 150] [--workers 2]
+    python scripts/bench_execution.py --runner beam [--programs 100000]   # scripts/bench_execution_beam.py
 
 Workloads (from the bundled data; a small inline fixture only if the data is absent):
   * GSM8k: candidate programs of the bundled code-davinci-002 pool (first problems, in order);
@@ -266,6 +267,11 @@ def _run_pool(kind: str, dataset: str, pairs: list[tuple[Problem, Candidate]], w
 
 
 def main() -> int:
+    if "--runner" in sys.argv or any(a.startswith("--runner=") for a in sys.argv):  # Beam vs local at scale
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_execution_beam import main as beam_main
+
+        return beam_main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gsm8k", type=int, default=1000, help="GSM8k programs (default 1000)")
     ap.add_argument("--mbpp", type=int, default=300, help="MBPP gold programs (default 300)")

@@ -38,6 +38,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--humaneval-inputs", choices=("docstring", "codet", "hidden"), default="docstring",
                    help="HumanEval: calls the verifier sees and candidates are grouped on (default docstring; "
                         "'hidden' = the hidden tests' calls, a labelled upper bound)")
+    p.add_argument("--runner", choices=("local", "beam"), default="local",
+                   help="local: this machine's sandbox pool (default); beam: Apache Beam (lever_jax/execution/beam.py; "
+                   "--workers is then sandbox workers per Beam worker, default 1)")
+    p.add_argument("--beam_options", default="", help="Beam pipeline options, one string (default: DirectRunner, "
+                   "multi-processing, one worker per core), written with =, e.g. --beam_options=\"--runner=DataflowRunner --project=P ...\"")
     p.set_defaults(func=main)
 
 
@@ -53,6 +58,10 @@ def main(args: argparse.Namespace) -> int:
     check_positive("--memory-mb", args.memory_mb, allow_none=False)
     check_positive("--workers", args.workers)
     check_input_file(args.input)
+    if args.runner == "beam":
+        from lever_jax.execution.beam import main_from_args
+
+        return main_from_args(args)
     executor = get_executor(args.dataset)
     limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
                                  memory_mb=args.memory_mb)

@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
 
+from lever_jax.data import paths
 from lever_jax.data.errors import UserError
 
 from lever_jax.data.schema import Problem, SchemaError, problem_from_dict, problem_to_dict
@@ -47,6 +48,10 @@ class DataFileError(UserError):
 
 def open_text(path: PathLike, mode: str = "rt") -> IO[str]:
     """Open a text file, transparently gzip-compressed when the name ends in ``.gz``."""
+    if paths.is_remote(path) and "r" in mode:  # remote files: through the path layer
+        raw = paths.open_binary(path)
+        return io.TextIOWrapper(gzip.GzipFile(fileobj=raw) if str(path).endswith(".gz") else raw,  # type: ignore[arg-type]
+                                encoding="utf-8")
     if str(path).endswith(".gz"):
         return gzip.open(path, mode, encoding="utf-8")  # type: ignore[return-value]
     return open(path, mode, encoding="utf-8")
@@ -54,11 +59,12 @@ def open_text(path: PathLike, mode: str = "rt") -> IO[str]:
 
 def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, decoded_object)`` for every non-blank line; 1-based line numbers."""
-    if not Path(path).exists():
+    if not paths.exists(path):
         raise DataFileError(path, None, None, "no such file")
     lineno = 0
     # Binary lines decoded one by one, so that bad UTF-8 is reported on the right line.
-    with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as handle:
+    raw_handle = paths.open_binary(path)
+    with (gzip.GzipFile(fileobj=raw_handle) if str(path).endswith(".gz") else raw_handle) as handle, raw_handle:
         lines = iter(handle)
         while True:
             try:
@@ -173,7 +179,13 @@ def read_problems(path: PathLike, require_execution: bool = False) -> Iterator[P
 
 @contextlib.contextmanager
 def atomic_writer(path: PathLike, mode: str = "wt") -> Iterator[IO[Any]]:
-    """Write to a temp file in the target's directory; rename over ``path`` only on success."""
+    """Write to a temp file in the target's directory; rename over ``path`` only on success.
+
+    Remote targets (``gs://``): written locally the same way, then uploaded whole (``paths.staged``)."""
+    if paths.is_remote(path):
+        with paths.staged(path) as staged_name, atomic_writer(staged_name, mode) as handle:
+            yield handle
+        return
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -30,7 +30,12 @@ def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--gin_search_paths", action="append", default=[],
                         help="extra directories to resolve gin files and includes")
     parser.add_argument("--distributed", action="store_true",
-                        help="call jax.distributed.initialize() first (multi-host TPU/GPU)")
+                        help="call jax.distributed.initialize() first (multi-host: no other flag on Cloud TPU, "
+                        "SLURM or Open MPI, where JAX finds the cluster itself)")
+    parser.add_argument("--coordinator_address", default=None,
+                        help="with --distributed: HOST:PORT of process 0 (a loopback address binds to it only)")
+    parser.add_argument("--num_processes", type=int, default=None, help="with --distributed: process count")
+    parser.add_argument("--process_id", type=int, default=None, help="with --distributed: this process's index")
     parser.add_argument("--log_level", default="INFO")
     if "eval" in parser.prog:
         parser.add_argument("--input", default=None, help="executed JSONL(.gz) file to score (sets EVAL_FILE)")
@@ -95,13 +100,20 @@ def setup(args: argparse.Namespace) -> None:
     absl_logger = logging.getLogger("absl")
     absl_logger.setLevel(logging.WARNING)
     absl_logger.addFilter(_DropOrbaxNoise())
-    partitioning.maybe_initialize_distributed(args.distributed)
+    explicit = {"coordinator_address": getattr(args, "coordinator_address", None),
+                "num_processes": getattr(args, "num_processes", None), "process_id": getattr(args, "process_id", None)}
+    if any(v is not None for v in explicit.values()) and not args.distributed:
+        raise UserError("--coordinator_address/--num_processes/--process_id need --distributed")
+    partitioning.maybe_initialize_distributed(args.distributed, **explicit)
     parse_gin(args)
 
 
 def run_train(args: argparse.Namespace) -> int:
     setup(args)
     record = train(argv_note=f"\n# flags: {' '.join(sys.argv[1:])}\n")
+    if "preempted_at_step" in record and jax.process_index() == 0:
+        print(f"preempted: checkpoint saved at step {int(record['preempted_at_step'])}; "
+              "the same command resumes from it", file=sys.stderr)
     if jax.process_index() == 0:
         shown = {k: v for k, v in record.items() if isinstance(v, float) and math.isfinite(v)}
         print(" ".join(f"{k}={v:.4g}" for k, v in sorted(shown.items())))

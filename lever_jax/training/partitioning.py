@@ -201,7 +201,12 @@ def maybe_initialize_distributed(enabled: bool, **kwargs: Any) -> bool:
     """
     if not enabled:
         return False
-    jax.distributed.initialize(**kwargs)
+    # Cross-process collectives on CPU devices (tests, CPU clusters); TPU/GPU ignore this.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    address = kwargs.get("coordinator_address")
+    if address and address.rsplit(":", 1)[0] in ("127.0.0.1", "localhost") and "coordinator_bind_address" not in kwargs:
+        kwargs["coordinator_bind_address"] = address  # a local run: listen on loopback only
+    jax.distributed.initialize(**{k: v for k, v in kwargs.items() if v is not None})
     log.info("jax.distributed: process %d of %d, %d local / %d global devices",
              jax.process_index(), jax.process_count(), jax.local_device_count(),
              jax.device_count())

@@ -45,6 +45,7 @@ from lever_jax.rerank.scores_file import compute_metrics
 from lever_jax.training import partitioning
 from lever_jax.training.checkpoints import Checkpointer
 from lever_jax.training.metric_sinks import MetricsWriter
+from lever_jax.training.preemption import PreemptionGuard
 from lever_jax.training.trainer import OptimizerConfig, Trainer
 
 log = logging.getLogger("lever_jax.training.runs")
@@ -274,7 +275,8 @@ def train(
     data_size = mesh.shape["data"]
     if problems_per_batch % (data_size * accum_steps):
         raise UserError(f"BATCH_SIZE (train.problems_per_batch) = {problems_per_batch} must be a multiple of "
-                        f"the mesh 'data' size ({data_size}) x ACCUM_STEPS ({accum_steps})")
+                        f"the mesh 'data' size ({data_size}) x ACCUM_STEPS ({accum_steps}): set e.g. "
+                        f"--gin_bindings BATCH_SIZE={data_size * accum_steps}")
     trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout)
     log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d",
              dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps)
@@ -322,6 +324,8 @@ class _Loop:
         self.best_metric = best_metric
 
     def run(self, state: Any, start: int, train_steps: int, progress: bool) -> dict[str, Any]:
+        """Steps ``start..train_steps``; on SIGTERM / SIGINT (preemption) the step finishes, a
+        checkpoint is saved at it and waited for, and the loop stops (``preempted_at_step``)."""
         bar = None
         if progress:
             from lever_jax.data.progress import progress_bar
@@ -330,28 +334,36 @@ class _Loop:
         record: dict[str, Any] = {}
         self._interval = (time.time(), 0.0, 0)
         pending: list[Any] = []
-        try:
-            for step in range(start, train_steps):
-                state, metrics = self.trainer.train_step(state, self.batcher.host_batch(step))
-                pending.append(metrics["num_candidates"])
-                t_start, examples, steps = self._interval
-                self._interval = (t_start, examples, steps + 1)
-                done = step + 1
-                is_last = done == train_steps
-                do_eval = self.eval_set is not None and (done % self.eval_every == 0 or is_last)
-                if bar is not None:
-                    bar.update(1)
-                if done % self.log_every == 0 or is_last or do_eval:
-                    record = self._log(done, metrics, pending, state, do_eval)
-                    pending = []
+        with PreemptionGuard() as guard:
+            try:
+                for step in range(start, train_steps):
+                    state, metrics = self.trainer.train_step(state, self.batcher.host_batch(step))
+                    pending.append(metrics["num_candidates"])
+                    t_start, examples, steps = self._interval
+                    self._interval = (t_start, examples, steps + 1)
+                    done = step + 1
+                    is_last = done == train_steps
+                    do_eval = self.eval_set is not None and (done % self.eval_every == 0 or is_last)
                     if bar is not None:
-                        bar.set_postfix(loss=f"{record['loss']:.4f}", steps_s=f"{record['steps_per_sec']:.2f}",
-                                        refresh=False)
-                if done % self.checkpoint_every == 0 or is_last or do_eval:
-                    self._save(done, state, record if do_eval else None)
-        finally:
-            if bar is not None:
-                bar.close()
+                        bar.update(1)
+                    if done % self.log_every == 0 or is_last or do_eval:
+                        record = self._log(done, metrics, pending, state, do_eval)
+                        pending = []
+                        if bar is not None:
+                            bar.set_postfix(loss=f"{record['loss']:.4f}", steps_s=f"{record['steps_per_sec']:.2f}",
+                                            refresh=False)
+                    preempted = not is_last and guard.requested(done)
+                    if done % self.checkpoint_every == 0 or is_last or do_eval or preempted:
+                        self._save(done, state, record if do_eval else None)
+                    if preempted:
+                        self.ckpt.wait()  # complete on disk before we report success
+                        record = {**record, "preempted_at_step": float(done)}
+                        log.warning("preempted (%s): checkpoint saved at step %d of %d; rerun the same command "
+                                    "to resume", guard.signal_name, done, train_steps)
+                        break
+            finally:
+                if bar is not None:
+                    bar.close()
         return record
 
     def _log(self, done: int, metrics: Any, pending: list[Any], state: Any, do_eval: bool) -> dict[str, Any]:

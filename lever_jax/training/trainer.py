@@ -95,6 +95,15 @@ class VerifierModel(Protocol):
 
 
 # Keys of a train batch the model reads (everything else stays on the host).
+def _host_value(x: jax.Array) -> np.ndarray:
+    """The whole of a (possibly multi-process, data-sharded) array on this host."""
+    if jax.process_count() == 1 or x.is_fully_addressable or x.is_fully_replicated:
+        return np.asarray(jax.device_get(x))
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
 def model_batch_keys(model: VerifierModel) -> tuple[str, ...]:
     return (model.tokens_key, "labels", "candidate_mask")
 
@@ -240,6 +249,6 @@ class Trainer:
                      "candidate_mask": np.ones((rows.stop - rows.start, 1), bool)}
             batch = partitioning.host_local_batch_to_global(local, self.mesh, self.batch_sharding)
             scores = self._score(params, batch)
-            out[start:start + real] = np.asarray(jax.device_get(scores))[:real, 0]
+            out[start:start + real] = _host_value(scores)[:real, 0]
         return out
 

@@ -1,0 +1,183 @@
+"""One path layer for every file the package reads or writes: local paths and URLs (``gs://``).
+
+Local paths (no ``scheme://``, or ``file://``) go straight to the OS, exactly as before. Anything
+else goes through fsspec (``gs://`` needs ``gcsfs``, the ``cloud`` extra); the Google Cloud
+Storage client honours ``STORAGE_EMULATOR_HOST`` (``http://127.0.0.1:PORT``), which is how the
+tests run against a local emulator instead of a real bucket. Without the package a ``gs://``
+path fails with one line saying which extra to install -- never a local folder ``./gs:``.
+
+Writes to object stores are staged in a local temporary file and uploaded in one request on
+success: an object appears whole or not at all, the same guarantee ``os.replace`` gives locally.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+PathLike = str | os.PathLike
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+
+
+class CloudPathError(RuntimeError):
+    """A remote path was given but its filesystem is unavailable (missing package, bad URL)."""
+
+
+def scheme(path: PathLike) -> str | None:
+    """``"gs"`` for ``gs://b/x``; None for local paths (and ``file://``)."""
+    match = _SCHEME.match(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
+    if match is None or match.group(1).lower() == "file":
+        return None
+    return match.group(1).lower()
+
+
+def is_remote(path: PathLike) -> bool:
+    return scheme(path) is not None
+
+
+def local(path: PathLike) -> Path:
+    """The local :class:`Path` of a local path or ``file://`` URL."""
+    text = os.fspath(path)
+    return Path(text[len("file://"):] if text.startswith("file://") else text)
+
+
+def _filesystem(path: PathLike) -> Any:
+    """The fsspec filesystem of a remote path (``gcsfs`` talks to the emulator when one is set)."""
+    proto = scheme(path)
+    try:
+        import fsspec
+    except ImportError:  # pragma: no cover - fsspec ships with the core dependencies (orbax, TF)
+        raise CloudPathError(f"{path}: remote paths need fsspec: pip install 'lever-jax[cloud]'") from None
+    options: dict[str, Any] = {}
+    if proto == "gs":
+        try:
+            # The JSON-API filesystem: gcsfs's default (ExtendedGcsFileSystem) first asks the
+            # storage-control gRPC service for the bucket type, which emulators lack (60 s timeouts).
+            from gcsfs.core import GCSFileSystem
+        except ImportError:
+            raise CloudPathError(f"{path}: gs:// paths need gcsfs: pip install 'lever-jax[cloud]'") from None
+        if os.environ.get(EMULATOR_ENV):
+            options["token"] = "anon"  # the emulator accepts no credentials
+        return GCSFileSystem(**options)
+    try:
+        return fsspec.filesystem(proto, **options)
+    except (ImportError, ValueError) as err:
+        raise CloudPathError(f"{path}: no filesystem for {proto}:// ({err})") from None
+
+
+def join(base: PathLike, *parts: str) -> str:
+    """``base/part/...`` for local paths and URLs alike (URLs keep their ``scheme://``)."""
+    if not is_remote(base):
+        return os.fspath(local(base).joinpath(*parts))
+    return "/".join([os.fspath(base).rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def exists(path: PathLike) -> bool:
+    if not is_remote(path):
+        return local(path).exists()
+    return bool(_filesystem(path).exists(os.fspath(path)))
+
+
+def isdir(path: PathLike) -> bool:
+    if not is_remote(path):
+        return local(path).is_dir()
+    return bool(_filesystem(path).isdir(os.fspath(path)))
+
+
+def makedirs(path: PathLike) -> None:
+    """Create a directory and its parents (object stores have no directories: nothing to do)."""
+    if not is_remote(path):
+        local(path).mkdir(parents=True, exist_ok=True)
+
+
+def listdir(path: PathLike) -> list[str]:
+    """Full paths of the entries directly under ``path``, sorted."""
+    if not is_remote(path):
+        return sorted(os.fspath(p) for p in local(path).iterdir())
+    fs = _filesystem(path)
+    prefix = f"{scheme(path)}://"
+    return sorted(e if e.startswith(prefix) else prefix + e for e in fs.ls(os.fspath(path), detail=False))
+
+
+def glob(pattern: str) -> list[str]:
+    """Paths matching a glob pattern, sorted."""
+    if not is_remote(pattern):
+        import glob as globmod
+
+        return sorted(globmod.glob(os.fspath(local(pattern))))
+    prefix = f"{scheme(pattern)}://"
+    return sorted(prefix + p.removeprefix(prefix) for p in _filesystem(pattern).glob(pattern))
+
+
+def remove_tree(path: PathLike) -> None:
+    """Delete a file or a directory tree; a missing path is not an error."""
+    if not is_remote(path):
+        target = local(path)
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
+        return
+    fs = _filesystem(path)
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm(os.fspath(path), recursive=True)
+
+
+def open_binary(path: PathLike, mode: str = "rb") -> IO[bytes]:
+    """Open for binary reading (or non-atomic writing, ``"wb"``); remote paths via fsspec."""
+    if not is_remote(path):
+        return open(local(path), mode)  # noqa: SIM115 - returned to the caller
+    return _filesystem(path).open(os.fspath(path), mode)
+
+
+def read_bytes(path: PathLike) -> bytes:
+    with open_binary(path) as handle:
+        return handle.read()
+
+
+def write_bytes_atomic(path: PathLike, data: bytes) -> None:
+    """Write ``data`` so that ``path`` holds either its old content or all of ``data``."""
+    with staged(path) as tmp:
+        Path(tmp).write_bytes(data)
+
+
+@contextlib.contextmanager
+def staged(path: PathLike) -> Iterator[str]:
+    """Yield a local file name to write; on success it replaces ``path`` atomically.
+
+    Local targets: a temporary file in the target's directory, renamed into place. Remote
+    targets: a local temporary file uploaded in one request (an object appears whole or not at
+    all). On an exception nothing is written and the temporary file is removed."""
+    if not is_remote(path):
+        target = local(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        try:
+            yield tmp
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return
+    fs = _filesystem(path)
+    workdir = tempfile.mkdtemp(prefix="lever_jax_upload_")
+    try:
+        tmp = os.path.join(workdir, os.fspath(path).rstrip("/").rsplit("/", 1)[-1] or "object")  # keeps .gz
+        yield tmp
+        fs.put_file(tmp, os.fspath(path))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def copy(src: PathLike, dst: PathLike) -> None:
+    """Copy one file between any two locations (atomically at the destination)."""
+    with staged(dst) as tmp, open_binary(src) as reader, open(tmp, "wb") as writer:
+        shutil.copyfileobj(reader, writer, 1 << 20)
