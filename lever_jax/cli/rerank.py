@@ -19,16 +19,6 @@ from lever_jax.rerank import report
 from lever_jax.rerank.scores_file import read_verifier_scores
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("rerank", help=__doc__.splitlines()[0], description=__doc__)
     p.add_argument("--input", required=True, help="executed JSONL(.gz) file (data contract)")
@@ -37,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--verifier-scores", help="scores file with verifier_logprob per candidate")
     p.add_argument("--normalize-gen", action="store_true", help="per-token mean gen log-prob (LEVER GSM8k)")
     p.add_argument("--no-gen-prob", action="store_true", help="ablation: ignore P_LM in LEVER's score")
-    p.add_argument("--bootstrap", type=_positive_int, default=10_000, help="bootstrap resamples for the CI (>= 1)")
+    p.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples for the CI (>= 1)")
     p.set_defaults(func=main)
 
 
@@ -72,6 +62,9 @@ def _load(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.bootstrap < 1:
+        print(f"error: --bootstrap must be >= 1 (resamples for the CI), got {args.bootstrap}", file=sys.stderr)
+        return 2
     try:
         arrays, verifier = _load(args)
     except DataFileError as err:
