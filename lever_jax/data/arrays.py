@@ -43,6 +43,7 @@ class CandidateArrays:
     is_greedy: np.ndarray  # bool[P, N]
     errored: np.ndarray  # bool[P, N]; execution status other than "ok"
     greedy_correct: np.ndarray  # f64[P]; NaN where the greedy decode is unknown
+    errored_known: bool = True  # False when the source does not say which executions errored
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -62,7 +63,9 @@ class CandidateArrays:
         rows = np.asarray(rows, np.int64)
         return CandidateArrays(
             problem_ids=tuple(self.problem_ids[int(r)] for r in rows),
-            **{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self) if f.name != "problem_ids"},
+            errored_known=self.errored_known,
+            **{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self)
+               if f.name not in ("problem_ids", "errored_known")},
         )
 
 
@@ -156,11 +159,13 @@ def from_flat(
 
     ``gen_logprob`` is NaN where unknown; ``result_ids`` are any ints with equal <=> same result
     (renumbered densely here, errored candidates as singletons). ``errored`` / ``is_greedy``
-    default to all False when the source does not carry them.
+    default to all False when the source does not carry them (``errored=None`` also sets
+    ``errored_known=False``, which leaves out the methods that need it).
     """
     offsets = np.asarray(offsets, np.int64)
     sizes = np.diff(offsets)
     total = int(offsets[-1]) if len(offsets) else 0
+    errored_known = errored is not None
     errored = np.zeros(total, bool) if errored is None else np.asarray(errored, bool)
     is_greedy = np.zeros(total, bool) if is_greedy is None else np.asarray(is_greedy, bool)
     width = max(int(sizes.max()) if sizes.size else 0, 1)
@@ -192,4 +197,5 @@ def from_flat(
         is_greedy=greedy_rows,
         errored=pad(errored, False, bool),
         greedy_correct=_greedy_correct(greedy_rows, correct_rows, mask),
+        errored_known=errored_known,
     )

@@ -8,7 +8,7 @@ Layout (documented in docs/data_format.md, "Scores file")::
      "problems": [{"problem_id": str,
                    "candidates": [{"candidate_index": int, "gen_logprob": float | null,
                                    "verifier_logprob": float | null, "group": int, "count": int,
-                                   "correct": bool, "errored": bool,
+                                   "correct": bool, "errored": bool (when known),
                                    "score": float | null, "group_score": float | null}],
                    "choices": {method: candidate_index or -1},
                    "choice_correct": {method: bool}}]}
@@ -122,8 +122,9 @@ def scores_document(
                 "group": int(arrays.result_ids[row, col]),
                 "count": int(arrays.counts[row, col]),
                 "correct": bool(arrays.correct[row, col]),
-                "errored": bool(arrays.errored[row, col]),
             }
+            if arrays.errored_known:
+                entry["errored"] = bool(arrays.errored[row, col])
             if ver is not None:
                 entry["verifier_logprob"] = _finite_or_none(ver[row, col])
                 entry["score"] = _finite_or_none(cand_scores[row, col])  # type: ignore[index]

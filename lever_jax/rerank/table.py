@@ -21,7 +21,8 @@ agree to the last digit. Method keys, in display order (:data:`METHODS`):
 ``oracle``                    any correct candidate (pass@k upper bound)
 ============================  ================================================================
 
-A method is absent when its inputs are (no log-probs, no greedy mark, no verifier scores).
+A method is absent when its inputs are (no log-probs, no greedy mark, no verifier scores, no
+execution status: ``CandidateArrays.errored_known``).
 Errored programs are counted as LEVER does in every method: they never join a group
 (``lever_jax.data.arrays``), they cast no vote in ``voting_error_free`` and are skipped by
 ``ml_ep``; everywhere else they are ordinary (wrong) candidates. The generation log-prob that
@@ -102,9 +103,11 @@ def choosers(
         if (arrays.num_tokens[arrays.mask] > 0).all():
             out["max_norm_gen_prob"] = lambda m, c: methods.max_normalized_gen_logprob(
                 arrays.gen_logprob, arrays.num_tokens, m)
-        out["ml_ep"] = lambda m, c: methods.ml_ep(arrays.gen_logprob, err, m)
+        if arrays.errored_known:
+            out["ml_ep"] = lambda m, c: methods.ml_ep(arrays.gen_logprob, err, m)
     out["majority_vote"] = lambda m, c: methods.majority_vote(ids, m, c)
-    out["voting_error_free"] = lambda m, c: methods.voting_error_free(ids, err, m, c)
+    if arrays.errored_known:
+        out["voting_error_free"] = lambda m, c: methods.voting_error_free(ids, err, m, c)
     if verifier_logprob is not None:
         ver = np.asarray(verifier_logprob, np.float32)
 
