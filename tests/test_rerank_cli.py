@@ -47,17 +47,69 @@ def test_rerank_with_verifier_scores(tmp_path, executed, capsys):
     assert metrics["lever"]["accuracy"] == pytest.approx(1.0)
     assert metrics["oracle"]["accuracy"] == pytest.approx(1.0)
     scores = json.loads(out.read_text())
+    assert scores["format"] == "lever-jax/scores/v2"
     p0 = scores["problems"][0]
+    assert [c["candidate_index"] for c in p0["candidates"]] == [0, 1, 2]
     assert p0["choices"]["lever"] == 2 and p0["choices"]["majority_vote"] == 0
     assert [c["group"] for c in p0["candidates"]] == [0, 0, 1]
     assert "LEVER (summing)" in capsys.readouterr().out
 
 
-def test_rerank_names_missing_verifier_scores(tmp_path, executed, capsys):
-    ver = _scores(tmp_path, [("p0", [0.0, 0.0, 0.0])])
+def test_rerank_scores_for_a_subset_rerank_that_subset(tmp_path, executed, capsys):
+    ver = _scores(tmp_path, [("p0", [math.log(0.1), math.log(0.1), math.log(0.9)])])
+    met = tmp_path / "m.json"
+    assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(ver),
+                     "--metrics", str(met), "--bootstrap", "50"]) == 0
+    captured = capsys.readouterr()
+    assert "scores 1 of 2 problems" in captured.err and "1 problems" in captured.out
+    metrics = json.loads(met.read_text())
+    assert metrics["lever"]["accuracy"] == 1.0 and metrics["majority_vote"]["accuracy"] == 0.0
+    assert metrics["lever"]["num_problems"] == 1
+
+
+def test_rerank_names_a_partly_scored_problem(tmp_path, executed, capsys):
+    ver = _scores(tmp_path, [("p0", [0.0, 0.0])])  # p0 has 3 candidates
     assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(ver)]) == 2
     err = capsys.readouterr().err
-    assert "verifier.json" in err and "p1" in err
+    assert "verifier.json" in err and "'p0' #2" in err and "Traceback" not in err
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in captured.err, captured.err
+    return lines[0]
+
+
+def test_rerank_user_errors_are_one_line_exit_2(tmp_path, executed, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert cli.main(["rerank", "--input", str(empty)]) == 2
+    assert "empty.jsonl" in _one_error_line(capsys)
+    assert cli.main(["rerank", "--input", str(tmp_path)]) == 2
+    assert "directory" in _one_error_line(capsys)
+    assert cli.main(["rerank", "--input", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl" in _one_error_line(capsys)
+    assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in _one_error_line(capsys)
+    assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(tmp_path)]) == 2
+    assert "directory" in _one_error_line(capsys)
+    (tmp_path / "empty.json").write_text("")
+    assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(tmp_path / "empty.json")]) == 2
+    assert "empty.json" in _one_error_line(capsys)
+    assert cli.main(["rerank", "--input", str(executed), "--bootstrap", "0"]) == 2
+    assert "--bootstrap" in _one_error_line(capsys)
+
+
+def test_rerank_count_overflow_is_a_user_error(tmp_path, capsys):
+    row = {"problem_id": "x", "dataset": "gsm8k", "question": "q", "gold": 1.0,
+           "candidates": [{"program": "answer = 1", "count": 10**30,
+                           "execution": {"status": "ok", "result_key": "1", "result_text": "1", "correct": True}}]}
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    assert cli.main(["rerank", "--input", str(path)]) == 2
+    line = _one_error_line(capsys)
+    assert "huge.jsonl" in line and "count" in line and "'x'" in line
 
 
 def test_rerank_reports_bad_line(tmp_path, capsys):

@@ -340,3 +340,19 @@ def test_normalize_and_frequency_helpers():
     freq = np.asarray(scoring.frequency_logprob(counts, mask))
     np.testing.assert_allclose(freq[0, :2], np.log([0.75, 0.25]), rtol=1e-6)
     assert np.isneginf(freq[0, 2]) and freq[0, 3] == 0.0 and (freq[1] == 0.0).all()
+
+
+def test_dense_group_ids_hash_table_collisions_and_extremes():
+    rng = np.random.default_rng(7)
+    cases = [
+        np.arange(64, dtype=np.int32)[None] * (1 << 25),  # 64 distinct ids, many probe collisions
+        np.array([[2**31 - 1, -(2**31), 0, -1, 2**31 - 1, -(2**31), 0, -1]], np.int32),
+        rng.integers(-(2**31), 2**31 - 1, size=(50, 33), dtype=np.int64).astype(np.int32) % 5,
+        rng.integers(-(2**31), 2**31 - 1, size=(20, 40), dtype=np.int64).astype(np.int32),
+    ]
+    for ids in cases:
+        mask = rng.random(ids.shape) < 0.85
+        np.testing.assert_array_equal(np.asarray(scoring.dense_group_ids(ids, mask)),
+                                      scoring.dense_group_ids_reference(ids, mask))
+    one = np.array([3, 3, 9], np.int32)
+    assert np.asarray(scoring.dense_group_ids(one, np.ones(3, bool))).tolist() == [0, 0, 1]

@@ -20,7 +20,7 @@ from lever_jax.data.arrays import problems_to_arrays  # noqa: E402
 from lever_jax.data.jsonl import read_problems  # noqa: E402
 from lever_jax.seqio.feature_converters import feature_converter  # noqa: E402
 from lever_jax.inputs.batching import encode_example  # noqa: E402
-from lever_jax.rerank.grouping import group_scores, rerank_metrics  # noqa: E402
+from lever_jax.rerank.grouping import make_rerank_metric_fn  # noqa: E402
 from lever_jax.inputs.examples import bundled_pool_files, iter_examples  # noqa: E402
 from lever_jax.inputs.tokenizers import get_vocabulary  # noqa: E402
 from tasks import lever_tasks  # noqa: E402
@@ -224,10 +224,11 @@ def test_metric_grouping_is_order_independent():
         for c in range(3)
     ]
     scores = [math.log(0.9 if t["candidate_index"] == 1 else 0.2) for t in targets]
-    a = rerank_metrics(group_scores(targets, scores, scores_are="yes"))
+    metric = make_rerank_metric_fn(scores_are="yes")
+    a = metric(targets, scores)
     order = np.random.default_rng(0).permutation(len(targets))
-    b = rerank_metrics(group_scores([targets[i] for i in order], [scores[i] for i in order], scores_are="yes"))
-    assert a == b and a["rerank_acc"] == 1.0 and a["lm_rerank_acc"] == 0.0 and a["binary_acc"] == 1.0
+    b = metric([targets[i] for i in order], [scores[i] for i in order])
+    assert a == b and a["rerank_acc"] == 1.0 and a["max_gen_prob_acc"] == 0.0 and a["binary_acc"] == 1.0
 
 
 @pytest.mark.skipif(not bundled_pool_files(), reason="bundled GSM8k pool not built")

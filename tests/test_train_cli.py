@@ -90,9 +90,9 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
     metrics = json.loads((model_dir / "eval" / f"{task}.metrics.json").read_text())
     assert len(scores["problems"]) == 6
     problem = scores["problems"][0]
-    assert set(problem["choice"]) >= {"rerank", "summing_agg", "voting_agg", "majority_vote"}
+    assert set(problem["choices"]) >= {"lever_no_agg", "lever", "lever_voting", "majority_vote", "ml_ep"}
     cand = problem["candidates"][0]
-    assert set(cand) >= {"gen_logprob", "verifier_logprob", "group", "final_score", "correct"}
+    assert set(cand) >= {"candidate_index", "gen_logprob", "verifier_logprob", "group", "score", "correct"}
     for key in ("binary_acc", "rerank_acc", "summing_agg_rerank_acc", "voting_agg_rerank_acc",
                 "majority_vote_acc", "random_acc", "oracle_acc", "calibration_error"):
         assert 0.0 <= metrics[key] <= 1.0, key

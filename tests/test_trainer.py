@@ -150,17 +150,20 @@ def test_metrics_and_score_records():
     assert metrics["rerank_acc"] == pytest.approx(0.5)
     # Summing: p0 groups {0,2} (logsumexp(-3.1, -3.1) = -2.41) vs {1} (-1.71): still wrong.
     assert metrics["summing_agg_rerank_acc"] == pytest.approx(0.5)
-    assert metrics["lm_rerank_acc"] == pytest.approx(0.0)
-    assert metrics["verifier_only_rerank_acc"] == pytest.approx(1.0)
+    assert metrics["max_gen_prob_acc"] == pytest.approx(0.0)
+    assert metrics["verifier_only_acc"] == pytest.approx(1.0)
+    assert metrics["lever_acc"] == metrics["summing_agg_rerank_acc"]
+    assert metrics["lever_no_agg_acc"] == metrics["rerank_acc"]
     assert metrics["binary_acc"] == pytest.approx(1.0)
     assert 0.0 <= metrics["calibration_error"] <= 1.0
     records = score_records(es, ver)
     assert [r["problem_id"] for r in records] == ["p0", "p1"]
     assert [len(r["candidates"]) for r in records] == [3, 2]
-    assert records[0]["choice"]["verifier_only"] in (0, 2) and records[0]["choice"]["lm"] == 1
-    assert records[1]["choice_correct"]["rerank"] is True
+    assert records[0]["choices"]["verifier_only"] in (0, 2) and records[0]["choices"]["max_gen_prob"] == 1
+    assert records[1]["choice_correct"]["lever_no_agg"] is True
     c = records[0]["candidates"][1]
-    assert c["final_score"] == pytest.approx(c["gen_logprob"] + c["verifier_logprob"], abs=1e-6)
+    assert c["candidate_index"] == 1
+    assert c["score"] == pytest.approx(c["gen_logprob"] + c["verifier_logprob"], abs=1e-6)
     json.dumps(records)  # JSON-serialisable
 
 

@@ -230,32 +230,8 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
 # ------------------------------------------------------------------------------------ 4-5 report
 def accuracy_curves(arrays: CandidateArrays, ver: Optional[np.ndarray], use_gen_prob: bool,
                     ks: Sequence[int], trials: int) -> dict[str, list[dict[str, float]]]:
-    """Accuracy vs number of samples k for every method (random subsets of the pool's samples)."""
-    ids, correct = arrays.result_ids, arrays.correct
-
-    def gen(mask_k, counts_k):
-        g = methods.lever_gen_logprob(arrays.gen_logprob, arrays.num_tokens, counts_k, mask_k)
-        return g if use_gen_prob else np.zeros_like(g)
-
-    choosers = {
-        "first_sample": lambda m, c: methods.first_sample(m),
-        "majority_vote": lambda m, c: methods.majority_vote(ids, m, c),
-        "oracle": lambda m, c: methods.oracle(correct, m),
-    }
-    if ver is not None:
-        choosers.update({
-            "verifier_only": lambda m, c: methods.verifier_only(ver, m),
-            "lever_no_agg": lambda m, c: methods.lever(gen(m, c), ver, ids, m, aggregate=False),
-            "lever": lambda m, c: methods.lever(gen(m, c), ver, ids, m, aggregate=True),
-            "lever_voting": lambda m, c: methods.lever_voting(gen(m, c), ver, ids, m),
-        })
-    out = {}
-    for name, choose in choosers.items():
-        points = statistics.accuracy_at_k(choose, correct, arrays.mask, arrays.counts, ks, num_trials=trials)
-        out[name] = [{"k": p.k, "accuracy": p.mean, "std": p.std} for p in points]
-    rand = float(np.nanmean(methods.random_expected(correct, arrays.mask, arrays.counts)))
-    out["random"] = [{"k": int(k), "accuracy": rand, "std": 0.0} for k in ks]
-    return out
+    """Accuracy vs number of samples k for every method (the one table: rerank.table)."""
+    return report.accuracy_curves(arrays, ver, ks, trials, use_gen_prob=use_gen_prob)
 
 
 def _versions() -> dict[str, str]:

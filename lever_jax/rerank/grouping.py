@@ -1,18 +1,13 @@
-"""Rerank-aware SeqIO metrics: group per-candidate verifier scores by problem, report LEVER's metrics.
+"""Rerank-aware SeqIO metrics: regroup per-candidate verifier scores by problem, report the table.
 
 SeqIO evaluates one example (candidate) at a time; LEVER's metrics need all candidates of a
 problem. The task's ``postprocess_fn`` (:func:`verifier_postprocess`) turns each target into a dict
 with the candidate's rerank fields, and the score metric (:func:`make_rerank_metric_fn`) regroups
-``(targets, scores)`` into padded ``[P, N]`` arrays and scores them with the selectors of
-``lever_jax.rerank.methods`` (LEVER's own choices run the jitted ``lever_jax.rerank.scoring.rerank`` /
-``rerank_voting``), as ``lever-jax rerank`` does.
-
-Reported (fractions in [0, 1]; LEVER's names): ``binary_acc`` (P(yes) > 0.5 vs label, averaged per
-problem then over problems), ``rerank_acc`` (no aggregation), ``summing_agg_rerank_acc``,
-``voting_agg_rerank_acc``, and baselines ``lm_rerank_acc`` (highest generation log-prob, or the count fallback),
-``verifier_only_rerank_acc`` (log P(yes) alone), ``majority_vote_acc`` (execution-result groups
-weighted by count), ``random_acc`` (expected accuracy of a count-weighted random candidate),
-``oracle_acc``; plus ``num_problems`` and ``num_candidates``.
+``(targets, scores)`` into the one ``[P, N]`` container (``lever_jax.data.arrays.CandidateArrays``)
+and reports ``lever_jax.rerank.table.lever_metrics``: LEVER's names (``binary_acc``,
+``rerank_acc``, ``summing_agg_rerank_acc``, ``voting_agg_rerank_acc``), ``<method>_acc`` for every
+method key of the table, ``calibration_error``, ``num_problems`` and ``num_candidates``. The same
+numbers `lever-jax eval` and `lever-jax rerank` report.
 
 Score conventions (``scores_are``): ``'target'`` (default; seqio's score = log-likelihood of the
 target token under the verifier's 2-way yes/no softmax, so log P(yes) = s for yes-targets and
@@ -21,16 +16,16 @@ No TensorFlow here: jax + numpy only.
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from lever_jax.rerank import methods, statistics
+from lever_jax.data.arrays import CandidateArrays, from_flat
+from lever_jax.rerank import table
 
 RERANK_KEYS = ("problem_index", "candidate_index", "gen_logprob", "result_id", "correct", "count", "num_tokens", "has_gen_logprob")
+OPTIONAL_KEYS = ("errored", "is_greedy")  # read when the task's examples carry them
 
 
 def _scalar(value: Any) -> Any:
@@ -47,22 +42,9 @@ def verifier_postprocess(output_or_target: Any, example: Mapping[str, Any] | Non
     missing = [k for k in RERANK_KEYS if k not in example]
     if missing:
         raise ValueError(f"example lacks rerank fields {missing}: build it with tasks/lever_tasks.py")
-    out = {k: _scalar(example[k]) for k in RERANK_KEYS}
+    out = {k: _scalar(example[k]) for k in RERANK_KEYS + OPTIONAL_KEYS if k in example}
     out["label"] = int(out["correct"])
     return out
-
-
-@dataclasses.dataclass(frozen=True)
-class GroupedScores:
-    """Per-problem padded arrays built from per-candidate targets and scores."""
-
-    gen_logprob: np.ndarray  # f32[P, N]
-    verifier_logprob: np.ndarray  # f32[P, N]
-    result_ids: np.ndarray  # i32[P, N]
-    counts: np.ndarray  # i32[P, N]
-    labels: np.ndarray  # bool[P, N]
-    mask: np.ndarray  # bool[P, N]
-    problem_index: np.ndarray  # i32[P]
 
 
 def _log1mexp(x: np.ndarray) -> np.ndarray:
@@ -81,72 +63,54 @@ def verifier_logprob_from_scores(scores: np.ndarray, labels: np.ndarray, scores_
 
 
 def group_scores(
-    targets: Sequence[Mapping[str, Any]], scores: Sequence[float] | np.ndarray, scores_are: str = "target", gen_normalize: str = "sum"
-) -> GroupedScores:
-    """Regroup per-candidate ``(target, score)`` pairs into padded ``[P, N]`` arrays (by problem_index)."""
+    targets: Sequence[Mapping[str, Any]], scores: Sequence[float] | np.ndarray, scores_are: str = "target"
+) -> tuple[CandidateArrays, np.ndarray]:
+    """Regroup per-candidate ``(target, score)`` pairs (any order) by ``problem_index`` ->
+    (CandidateArrays, f32[P, N] log P(yes))."""
     scores = np.asarray(scores, np.float64).reshape(-1)
     if len(targets) != len(scores):
         raise ValueError(f"{len(targets)} targets but {len(scores)} scores")
     if not len(targets):
         raise ValueError("no targets to evaluate")
-    problems = sorted({int(t["problem_index"]) for t in targets})
-    row_of = {p: i for i, p in enumerate(problems)}
-    width = max(int(t["candidate_index"]) for t in targets) + 1
-    shape = (len(problems), width)
-    gen = np.zeros(shape, np.float32)
-    ver = np.zeros(shape, np.float32)
-    ids = np.full(shape, -1, np.int32)
-    counts = np.zeros(shape, np.int32)
-    labels = np.zeros(shape, bool)
-    mask = np.zeros(shape, bool)
-    label_vec = np.array([bool(t["correct"]) for t in targets])
-    ver_vec = verifier_logprob_from_scores(scores, label_vec, scores_are)
-    for t, v in zip(targets, ver_vec):
-        r, c = row_of[int(t["problem_index"])], int(t["candidate_index"])
-        if mask[r, c]:
-            raise ValueError(f"duplicate candidate {c} of problem {t['problem_index']}")
-        lp = float(t["gen_logprob"])
-        if gen_normalize == "mean" and int(t["has_gen_logprob"]) and int(t["num_tokens"]) > 0:
-            lp /= int(t["num_tokens"])
-        elif gen_normalize not in ("sum", "mean"):
-            raise ValueError(f"gen_normalize must be 'sum' or 'mean', got {gen_normalize!r}")
-        gen[r, c], ver[r, c] = lp, v
-        ids[r, c], counts[r, c] = int(t["result_id"]), int(t["count"])
-        labels[r, c], mask[r, c] = bool(t["correct"]), True
-    return GroupedScores(gen, ver, ids, counts, labels, mask, np.array(problems, np.int32))
-
-
-def rerank_metrics(grouped: GroupedScores, gen_coef: float = 1.0, verifier_coef: float = 1.0) -> dict[str, float]:
-    """LEVER's metrics and the baselines on grouped scores (``lever_jax.rerank.methods`` selectors, which
-    run the jitted scorer for LEVER's own choices; ``lever_jax.rerank.statistics`` accuracies)."""
-    g = grouped
-    acc = functools.partial(statistics.accuracy, correct=g.labels)
-    args = (g.gen_logprob, g.verifier_logprob, g.result_ids, g.mask)
-    coefs = dict(gen_coef=gen_coef, verifier_coef=verifier_coef)
-    out = {
-        "binary_acc": statistics.binary_accuracy(g.verifier_logprob, g.labels, g.mask),
-        "rerank_acc": acc(methods.lever(*args, aggregate=False, **coefs)),
-        "summing_agg_rerank_acc": acc(methods.lever(*args, aggregate=True, **coefs)),
-        "voting_agg_rerank_acc": acc(methods.lever_voting(*args, gen_coef=gen_coef)),
-        "lm_rerank_acc": acc(methods.max_gen_logprob(g.gen_logprob, g.mask)),
-        "verifier_only_rerank_acc": acc(methods.verifier_only(g.verifier_logprob, g.mask)),
-        "majority_vote_acc": acc(methods.majority_vote(g.result_ids, g.mask, g.counts)),
-        "random_acc": float(np.nanmean(methods.random_expected(g.labels, g.mask, g.counts))),
-        "oracle_acc": acc(methods.oracle(g.labels, g.mask)),
-        "num_problems": float(g.mask.shape[0]),
-        "num_candidates": float(g.mask.sum()),
-    }
-    return out
+    keys = [(int(t["problem_index"]), int(t["candidate_index"])) for t in targets]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    for a, b in zip(order, order[1:]):
+        if keys[a] == keys[b]:
+            raise ValueError(f"duplicate candidate {keys[a][1]} of problem {keys[a][0]}")
+    problems = sorted({p for p, _ in keys})  # candidates packed in candidate_index order
+    ts = [targets[i] for i in order]
+    sizes = np.bincount(np.searchsorted(problems, [keys[i][0] for i in order]), minlength=len(problems))
+    has = np.array([bool(int(t["has_gen_logprob"])) for t in ts])
+    labels = np.array([bool(t["correct"]) for t in ts])
+    arrays = from_flat(
+        [str(p) for p in problems], np.concatenate([[0], np.cumsum(sizes)]),
+        gen_logprob=np.where(has, [float(t["gen_logprob"]) for t in ts], np.nan),
+        num_tokens=np.array([int(t["num_tokens"]) for t in ts]),
+        counts=np.array([int(t["count"]) for t in ts]),
+        result_ids=np.array([int(t["result_id"]) for t in ts]),
+        correct=labels,
+        errored=np.array([bool(t.get("errored", False)) for t in ts]),
+        is_greedy=np.array([bool(t.get("is_greedy", False)) for t in ts]),
+    )
+    ver = np.full(arrays.shape, -np.inf, np.float32)
+    ver[arrays.mask] = verifier_logprob_from_scores(scores[order], labels, scores_are)
+    return arrays, ver
 
 
 def make_rerank_metric_fn(
     scores_are: str = "target", gen_normalize: str = "sum", gen_coef: float = 1.0, verifier_coef: float = 1.0
 ) -> Callable[..., dict[str, float]]:
-    """A seqio score metric ``fn(targets, scores) -> {name: value}`` with these settings."""
+    """A seqio score metric ``fn(targets, scores) -> {name: value}`` (``table.lever_metrics``).
+
+    ``gen_coef`` / ``verifier_coef`` other than 1.0 (LEVER's) are not supported by the one table
+    and raise; ``gen_normalize='mean'`` is LEVER's GSM8k per-token mean."""
+    if gen_normalize not in ("sum", "mean"):
+        raise ValueError(f"gen_normalize must be 'sum' or 'mean', got {gen_normalize!r}")
+    if (gen_coef, verifier_coef) != (1.0, 1.0):
+        raise ValueError("the method table uses LEVER's coefficients (1.0, 1.0)")
 
     def lever_rerank_metrics(targets: Sequence[Mapping[str, Any]], scores: Sequence[float]) -> dict[str, float]:
-        grouped = group_scores(targets, scores, scores_are=scores_are, gen_normalize=gen_normalize)
-        return rerank_metrics(grouped, gen_coef=gen_coef, verifier_coef=verifier_coef)
+        arrays, ver = group_scores(targets, scores, scores_are=scores_are)
+        return table.lever_metrics(arrays, ver, normalize_gen=gen_normalize == "mean")
 
     return lever_rerank_metrics
-

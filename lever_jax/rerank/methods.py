@@ -29,6 +29,8 @@ __all__ = [
     "max_normalized_gen_logprob",
     "most_frequent_program",
     "majority_vote",
+    "ml_ep",
+    "voting_error_free",
     "oracle",
     "verifier_only",
     "lever",
@@ -329,3 +331,27 @@ def codet_expected_accuracy(
         acc = (weights * correct).sum(axis=1) / weights.sum(axis=1)
     acc = np.where(weights.sum(axis=1) > 0, acc, math.nan)
     return acc[0] if squeeze else acc
+
+
+# ----------------------------------------------------------------------------------------------
+# The paper's execution-aware baselines (LEVER Table 2: ML + EP, voting over error-free programs)
+
+
+def ml_ep(gen_logprob: np.ndarray, errored: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """ML + EP: the most likely program among those that execute without error (the paper's main
+    baseline); rows where every program errored fall back to the most likely program."""
+    mask = np.asarray(mask, bool)
+    ok = mask & ~np.asarray(errored, bool)
+    pick = _argmax_masked(np.asarray(gen_logprob, np.float64), ok)
+    return np.where(ok.any(axis=-1), pick, max_gen_logprob(gen_logprob, mask)).astype(np.int32)
+
+
+def voting_error_free(
+    result_ids: np.ndarray, errored: np.ndarray, mask: np.ndarray, counts: np.ndarray | None = None
+) -> np.ndarray:
+    """Majority vote over the programs that execute without error (errored samples cast no vote);
+    rows where every program errored fall back to the plain majority vote."""
+    mask = np.asarray(mask, bool)
+    ok = mask & ~np.asarray(errored, bool)
+    pick = majority_vote(result_ids, ok, counts)
+    return np.where(ok.any(axis=-1), pick, majority_vote(result_ids, mask, counts)).astype(np.int32)

@@ -1,130 +1,231 @@
-"""From per-candidate verifier scores to LEVER's metrics and per-problem JSON score records.
+"""The one scores file (``lever-jax/scores/v2``): written by `eval`, `run` and `rerank --output`,
+read by `rerank --verifier-scores`; plus the `eval` / training metrics of an ``EvalSet``.
 
-Inputs: an `inputs.EvalSet` (every candidate of every problem) and log P(yes) per candidate.
-Metrics (fractions in [0, 1]; the names of LEVER and of lever_jax.rerank.grouping): binary_acc,
-rerank_acc, summing_agg_rerank_acc, voting_agg_rerank_acc, and baselines (lm, verifier only,
-majority vote, random, oracle), from the choices of `lever_jax.rerank.methods` (LEVER's through the
-jitted `lever_jax.rerank.scoring`) scored by `lever_jax.rerank.statistics`, plus the expected calibration error
-of P(yes) (`metrics.reliability`, 10 equal-width bins over candidates).
+Layout (documented in docs/data_format.md, "Scores file")::
 
-GSM8k uses LEVER's length-normalised generation log-prob (`gen_normalize='mean'`) when the pool
-has real log-probs; the frequency fallback is never normalised.
+    {"format": "lever-jax/scores/v2", "gen_normalize": "sum" | "mean",
+     "methods": [method keys, lever_jax.rerank.table.METHODS order], ...metadata (task, ...),
+     "problems": [{"problem_id": str,
+                   "candidates": [{"candidate_index": int, "gen_logprob": float | null,
+                                   "verifier_logprob": float | null, "group": int, "count": int,
+                                   "correct": bool, "errored": bool (when known),
+                                   "score": float | null, "group_score": float | null}],
+                   "choices": {method: candidate_index or -1},
+                   "choice_correct": {method: bool}}]}
+
+``gen_logprob`` is the log P_LM LEVER's score used (after normalisation / count fallback);
+``verifier_logprob``, ``score`` and ``group_score`` are present only with verifier scores; null
+stands for -inf / NaN. The reader also accepts v1 files (``lever-jax/scores/v1`` or no tag, with
+``index`` instead of ``candidate_index``).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from lever_jax.rerank import methods, scoring
-from lever_jax.rerank import statistics as metrics_lib
-from lever_jax.inputs.feeds import EvalSet
-from lever_jax.rerank.grouping import GroupedScores
+from lever_jax.data.arrays import CandidateArrays, from_flat
+from lever_jax.data.jsonl import DataFileError
+from lever_jax.rerank import scoring, statistics, table as table_lib
 
-METHODS = ("rerank", "summing_agg", "voting_agg", "lm", "verifier_only", "majority_vote", "oracle")
+FORMAT = "lever-jax/scores/v2"
+READABLE_FORMATS = (FORMAT, "lever-jax/scores/v1", None)
 
 
 def default_gen_normalize(dataset: str) -> str:
+    """LEVER's setting: per-token mean log-prob for GSM8k, summed elsewhere."""
     return "mean" if dataset == "gsm8k" else "sum"
 
 
+def _normalize_flag(gen_normalize: Optional[str], dataset: str) -> str:
+    gen_normalize = gen_normalize or default_gen_normalize(dataset)
+    if gen_normalize not in ("sum", "mean"):
+        raise ValueError(f"gen_normalize must be 'sum' or 'mean', got {gen_normalize!r}")
+    return gen_normalize
+
+
+def arrays_from_eval_set(eval_set: Any) -> CandidateArrays:
+    """CandidateArrays of an ``inputs.feeds.EvalSet`` (read through its attributes). Its
+    ``gen_logprob`` holds the count fallback for problems without log-probs
+    (``has_gen_logprob`` False); those become NaN here so that the one fallback
+    (``methods.lever_gen_logprob``) applies. ``errored`` / ``is_greedy`` are read when the
+    EvalSet carries them."""
+    sizes = np.diff(eval_set.offsets)
+    has = np.repeat(np.asarray(eval_set.has_gen_logprob, bool), sizes)
+    return from_flat(
+        eval_set.problem_ids, eval_set.offsets,
+        gen_logprob=np.where(has, np.asarray(eval_set.gen_logprob, np.float32), np.nan),
+        num_tokens=eval_set.num_tokens, counts=eval_set.counts, result_ids=eval_set.result_ids,
+        correct=np.asarray(eval_set.labels).astype(bool),
+        errored=getattr(eval_set, "errored", None), is_greedy=getattr(eval_set, "is_greedy", None))
+
+
+def _to_rows(eval_set: Any, arrays: CandidateArrays, values: np.ndarray) -> np.ndarray:
+    out = np.full(arrays.shape, -np.inf, np.float32)
+    out[arrays.mask] = np.asarray(values, np.float32)  # row-major order == flat candidate order
+    return out
+
+
 def calibration_error(p_yes: np.ndarray, labels: np.ndarray, num_bins: int = 10) -> float:
-    """Expected calibration error of P(yes) against the labels (`metrics.reliability`)."""
+    """Expected calibration error of P(yes) against the labels (`statistics.reliability`)."""
     p_yes = np.asarray(p_yes, np.float64).reshape(1, -1)
     if p_yes.size == 0:
         return float("nan")
     with np.errstate(divide="ignore"):
         logp = np.log(p_yes)
-    return metrics_lib.reliability(logp, np.asarray(labels, bool).reshape(1, -1),
-                                   np.ones_like(p_yes, bool), num_bins).ece
+    return statistics.reliability(logp, np.asarray(labels, bool).reshape(1, -1),
+                                  np.ones_like(p_yes, bool), num_bins).ece
 
 
-def grouped(eval_set: EvalSet, verifier_logprob: np.ndarray,
-            gen_normalize: Optional[str] = None) -> GroupedScores:
-    """Padded [P, N] arrays of an eval set and its scores."""
-    gen_normalize = gen_normalize or default_gen_normalize(eval_set.dataset)
-    if gen_normalize not in ("sum", "mean"):
-        raise ValueError(f"gen_normalize must be 'sum' or 'mean', got {gen_normalize!r}")
-    gen = eval_set.gen_logprob.astype(np.float64)
-    if gen_normalize == "mean":
-        per_cand_has = np.repeat(eval_set.has_gen_logprob, np.diff(eval_set.offsets))
-        ok = per_cand_has & (eval_set.num_tokens > 0)
-        gen = np.where(ok, gen / np.maximum(eval_set.num_tokens, 1), gen)
-    mask = eval_set.mask()
-    return GroupedScores(
-        gen_logprob=eval_set.to_rows(gen.astype(np.float32)),
-        verifier_logprob=eval_set.to_rows(np.asarray(verifier_logprob, np.float32)),
-        result_ids=np.where(mask, eval_set.to_rows(eval_set.result_ids, -1), -1).astype(np.int32),
-        counts=eval_set.to_rows(eval_set.counts),
-        labels=eval_set.to_rows(eval_set.labels.astype(bool), False),
-        mask=mask,
-        problem_index=np.arange(eval_set.num_problems, dtype=np.int32))
-
-
-def choices(g: GroupedScores) -> dict[str, np.ndarray]:
-    """Chosen candidate index per problem for every method (-1: none), via lever_jax.rerank.methods."""
-    args = (g.gen_logprob, g.verifier_logprob, g.result_ids, g.mask)
-    return {
-        "rerank": methods.lever(*args, aggregate=False),
-        "summing_agg": methods.lever(*args, aggregate=True),
-        "voting_agg": methods.lever_voting(*args),
-        "lm": methods.max_gen_logprob(g.gen_logprob, g.mask),
-        "verifier_only": methods.verifier_only(g.verifier_logprob, g.mask),
-        "majority_vote": methods.majority_vote(g.result_ids, g.mask, g.counts),
-        "oracle": methods.oracle(g.labels, g.mask),
-    }
-
-
-def compute_metrics(eval_set: EvalSet, verifier_logprob: np.ndarray,
+def compute_metrics(eval_set: Any, verifier_logprob: np.ndarray,
                     gen_normalize: Optional[str] = None) -> dict[str, float]:
-    """LEVER's metrics (seqio_metrics names) + baselines + calibration error, in [0, 1]."""
-    g = grouped(eval_set, verifier_logprob, gen_normalize)
-    picked = choices(g)
-    acc = {m: metrics_lib.accuracy(c, g.labels) for m, c in picked.items()}
-    out = {
-        "binary_acc": metrics_lib.binary_accuracy(g.verifier_logprob, g.labels, g.mask),
-        "rerank_acc": acc["rerank"],
-        "summing_agg_rerank_acc": acc["summing_agg"],
-        "voting_agg_rerank_acc": acc["voting_agg"],
-        "lm_rerank_acc": acc["lm"],
-        "verifier_only_rerank_acc": acc["verifier_only"],
-        "majority_vote_acc": acc["majority_vote"],
-        "random_acc": float(np.nanmean(methods.random_expected(g.labels, g.mask, g.counts))),
-        "oracle_acc": acc["oracle"],
-        "calibration_error": metrics_lib.reliability(g.verifier_logprob, g.labels, g.mask).ece,
-        "num_problems": float(g.mask.shape[0]),
-        "num_candidates": float(g.mask.sum()),
-    }
-    return out
+    """`table.lever_metrics` of an EvalSet scored with per-candidate log P(yes) (flat [N_total])."""
+    norm = _normalize_flag(gen_normalize, eval_set.dataset)
+    arrays = arrays_from_eval_set(eval_set)
+    return table_lib.lever_metrics(arrays, _to_rows(eval_set, arrays, verifier_logprob),
+                                   normalize_gen=norm == "mean")
 
 
-def score_records(eval_set: EvalSet, verifier_logprob: np.ndarray,
-                  gen_normalize: Optional[str] = None) -> list[dict[str, Any]]:
-    """One JSON record per problem: candidates (gen_logprob, verifier_logprob, group, final
-    score, correct) and each method's chosen candidate and whether it is correct."""
-    g = grouped(eval_set, verifier_logprob, gen_normalize)
-    picked = choices(g)
-    summing = scoring.rerank(g.gen_logprob, g.verifier_logprob, g.result_ids, g.mask,
-                             aggregate=True, ids_are_dense=True)
-    final = np.asarray(summing.candidate_scores)
-    group_score = np.asarray(summing.group_scores)
-    records = []
-    for i, pid in enumerate(eval_set.problem_ids):
-        n = int(eval_set.offsets[i + 1] - eval_set.offsets[i])
-        cands = [{
-            "candidate_index": j,
-            "gen_logprob": float(g.gen_logprob[i, j]),
-            "verifier_logprob": float(g.verifier_logprob[i, j]),
-            "group": int(g.result_ids[i, j]),
-            "final_score": float(final[i, j]),
-            "group_score": float(group_score[i, j]) if np.isfinite(group_score[i, j]) else None,
-            "correct": bool(g.labels[i, j]),
-        } for j in range(n)]
-        chosen = {m: int(picked[m][i]) for m in METHODS}
-        records.append({
-            "problem_id": pid,
-            "candidates": cands,
-            "choice": chosen,
-            "choice_correct": {m: bool(c >= 0 and g.labels[i, c]) for m, c in chosen.items()},
+def scores_document(
+    arrays: CandidateArrays,
+    verifier_logprob: Optional[np.ndarray] = None,
+    *,
+    normalize_gen: bool = False,
+    use_gen_prob: bool = True,
+    choices: Optional[Mapping[str, Optional[np.ndarray]]] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
+) -> dict[str, Any]:
+    """The v2 scores document of a pool (see the module docstring). ``choices`` (method -> choice)
+    defaults to every method of the table."""
+    if choices is None:
+        choices = {k: c for k, (_, c) in table_lib.per_problem(
+            arrays, verifier_logprob, normalize_gen=normalize_gen, use_gen_prob=use_gen_prob).items()}
+    picked = {k: np.asarray(c) for k, c in choices.items() if c is not None}
+    gen = table_lib.gen_logprob_for_rerank(arrays, normalize_gen)
+    ver = cand_scores = group_scores = None
+    if verifier_logprob is not None:
+        ver = np.asarray(verifier_logprob, np.float32)
+        out = scoring.rerank(gen if use_gen_prob else np.zeros_like(gen), ver, arrays.result_ids,
+                             arrays.mask, ids_are_dense=True)
+        cand_scores, group_scores = np.asarray(out.candidate_scores), np.asarray(out.group_scores)
+    problems = []
+    for row, problem_id in enumerate(arrays.problem_ids):
+        candidates = []
+        for col in np.flatnonzero(arrays.mask[row]):
+            entry: dict[str, Any] = {
+                "candidate_index": int(col),
+                "gen_logprob": _finite_or_none(gen[row, col]),
+                "group": int(arrays.result_ids[row, col]),
+                "count": int(arrays.counts[row, col]),
+                "correct": bool(arrays.correct[row, col]),
+            }
+            if arrays.errored_known:
+                entry["errored"] = bool(arrays.errored[row, col])
+            if ver is not None:
+                entry["verifier_logprob"] = _finite_or_none(ver[row, col])
+                entry["score"] = _finite_or_none(cand_scores[row, col])  # type: ignore[index]
+                entry["group_score"] = _finite_or_none(group_scores[row, col])  # type: ignore[index]
+            candidates.append(entry)
+        chosen = {k: int(c[row]) for k, c in picked.items()}
+        problems.append({
+            "problem_id": problem_id,
+            "candidates": candidates,
+            "choices": chosen,
+            "choice_correct": {k: bool(c >= 0 and arrays.correct[row, c]) for k, c in chosen.items()},
         })
-    return records
+    doc: dict[str, Any] = {"format": FORMAT, **(metadata or {}),
+                           "gen_normalize": "mean" if normalize_gen else "sum",
+                           "methods": list(picked), "problems": problems}
+    return doc
+
+
+def eval_scores_document(eval_set: Any, verifier_logprob: np.ndarray, gen_normalize: Optional[str] = None,
+                         **metadata: Any) -> dict[str, Any]:
+    """What `lever-jax eval` writes: the v2 document of an EvalSet (``metadata``: task, step, ...)."""
+    norm = _normalize_flag(gen_normalize, eval_set.dataset)
+    arrays = arrays_from_eval_set(eval_set)
+    return scores_document(arrays, _to_rows(eval_set, arrays, verifier_logprob),
+                           normalize_gen=norm == "mean", metadata=metadata)
+
+
+def score_records(eval_set: Any, verifier_logprob: np.ndarray,
+                  gen_normalize: Optional[str] = None) -> list[dict[str, Any]]:
+    """The ``problems`` list of :func:`eval_scores_document` (kept for callers that wrap it)."""
+    return eval_scores_document(eval_set, verifier_logprob, gen_normalize)["problems"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading
+
+
+def load_scores(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and check a scores file; DataFileError (one line: file, field) on anything malformed."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataFileError(path, None, None, "is a directory, expected a scores JSON file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFileError(path, None, None, "no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataFileError(path, None, None, f"cannot read: {err}") from None
+    if not text.strip():
+        raise DataFileError(path, None, None, "empty file, expected a scores JSON document")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataFileError(path, err.lineno, None, f"not JSON: {err.msg}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("problems"), list):
+        raise DataFileError(path, None, "problems", "expected an object with a 'problems' list")
+    if doc.get("format") not in READABLE_FORMATS:
+        raise DataFileError(path, None, "format", f"unknown format {doc.get('format')!r} "
+                            f"(readable: {', '.join(f for f in READABLE_FORMATS if f)})")
+    return doc
+
+
+def read_verifier_scores(path: str | os.PathLike, arrays: CandidateArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Verifier log-probs aligned to ``arrays`` -> (f32[P, N] log P(yes), bool[P] problems covered).
+
+    Problems absent from the file are not covered (the caller reranks the covered subset); a
+    covered problem must score every one of its candidates."""
+    doc = load_scores(path)
+    out = np.full(arrays.shape, np.nan, np.float32)
+    row_of = {pid: i for i, pid in enumerate(arrays.problem_ids)}
+    covered = np.zeros(arrays.num_problems, bool)
+    for k, problem in enumerate(doc["problems"]):
+        where = f"problems[{k}]"
+        if not isinstance(problem, dict) or not isinstance(problem.get("candidates"), list):
+            raise DataFileError(path, None, where, "expected an object with 'problem_id' and 'candidates'")
+        row = row_of.get(problem.get("problem_id"))
+        if row is None:
+            continue
+        covered[row] = True
+        for j, cand in enumerate(problem["candidates"]):
+            col = cand.get("candidate_index", cand.get("index")) if isinstance(cand, dict) else None
+            if not isinstance(col, int) or isinstance(col, bool):
+                raise DataFileError(path, None, f"{where}.candidates[{j}].candidate_index", "missing or not an integer")
+            if not 0 <= col < arrays.shape[1] or not arrays.mask[row, col]:
+                raise DataFileError(path, None, f"{where}.candidates[{j}].candidate_index",
+                                    f"{col} is not a candidate of problem {problem['problem_id']!r} in the executed file")
+            value = cand.get("verifier_logprob", math.nan)
+            if value is None:
+                value = -math.inf
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value > 0:
+                raise DataFileError(path, None, f"{where}.candidates[{j}].verifier_logprob",
+                                    f"expected a log-probability <= 0 or null, got {value!r}")
+            out[row, col] = value
+    missing = arrays.mask & covered[:, None] & np.isnan(out)
+    if missing.any():
+        row, col = map(int, np.argwhere(missing)[0])
+        raise DataFileError(path, None, "verifier_logprob",
+                            f"missing for {int(missing.sum())} candidates (first: {arrays.problem_ids[row]!r} #{col})")
+    return np.where(arrays.mask, out, -np.inf).astype(np.float32), covered
+
+
+def _finite_or_none(value: float) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None

@@ -22,10 +22,10 @@ Padding (``mask == False``) never wins and never adds mass; a row without any re
 returns choice ``-1``. A row with a NaN candidate score also returns ``-1`` (no meaningful
 answer); ``-inf`` scores (``log P(yes) = -inf``) are fine and produce finite gradients.
 
-Two group-score paths, chosen statically with ``ids_are_dense``:
+Two group-score paths, chosen with ``ids_are_dense`` (at compile time for a Python bool):
 
 * arbitrary int32 ids: ``N x N`` equality comparisons per row (O(B * N^2) work, N exps per row);
-* dense ids (``0 <= id < N``; :func:`dense_group_ids` and ``lever_jax.data.arrays`` produce them,
+* dense ids (``0 <= id < N``; :func:`dense_group_ids` (hash-based) and ``lever_jax.data.arrays`` produce them,
   numbered by first appearance): one O(B * N) segment sum over ``row * N + id``, shifted by the
   row max. If a whole group sits so far below its row's best (> ~69 nats) that the shifted sum
   loses precision, a ``lax.cond`` recomputes with per-group shifts (segment max), so results are
@@ -184,21 +184,57 @@ def _first_best(
     return jnp.where(valid, first, -1).astype(jnp.int32)
 
 
+def _concrete(flag: object) -> object:
+    """A flag's Python value (bool / float / None), or the flag itself when it is traced (a user's
+    ``jax.jit`` traced it): traced flags select their branch with ``lax.cond`` at run time."""
+    if flag is None or isinstance(flag, (bool, int, float)):
+        return flag
+    try:
+        value = np.asarray(flag)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return flag
+    return value.item() if value.shape == () else flag
+
+
+def _branch(flag: object, if_true, if_false):
+    """``if_true()`` or ``if_false()``: chosen in Python for a concrete flag, by lax.cond otherwise."""
+    if isinstance(flag, (bool, int, float)):
+        return if_true() if flag else if_false()
+    return jax.lax.cond(jnp.asarray(flag, bool), if_true, if_false)
+
+
 def _rerank_2d(
     scores: jax.Array,
     result_ids: jax.Array,
     mask: jax.Array,
     mass: jax.Array | None,
-    aggregate: bool,
-    ids_are_dense: bool,
+    aggregate: object,
+    ids_are_dense: object,
     tie_rtol: jax.Array,
 ) -> RerankOutput:
-    """Shared body of rerank / rerank_voting on [B, N]; ``mass=None`` means nothing is gated."""
+    """Shared body of rerank / rerank_voting on [B, N]; ``mass=None`` means nothing is gated.
+    ``aggregate`` / ``ids_are_dense`` are Python bools or traced booleans (see :func:`_branch`)."""
     candidate_scores = jnp.where(mask, scores, _NEG_INF)
-    if not aggregate:
+
+    def plain() -> RerankOutput:
         return RerankOutput(
             _first_best(candidate_scores, mask, candidate_scores), candidate_scores, candidate_scores
         )
+
+    return _branch(aggregate, lambda: _aggregated(scores, candidate_scores, result_ids, mask, mass,
+                                                   ids_are_dense, tie_rtol), plain)
+
+
+def _aggregated(
+    scores: jax.Array,
+    candidate_scores: jax.Array,
+    result_ids: jax.Array,
+    mask: jax.Array,
+    mass: jax.Array | None,
+    ids_are_dense: object,
+    tie_rtol: jax.Array,
+) -> RerankOutput:
+    """Group scores and choice ("summing" / "voting", depending on ``mass``)."""
     contrib_scores = candidate_scores if mass is None else jnp.where(mass, candidate_scores, _NEG_INF)
 
     def finish(group: jax.Array) -> RerankOutput:
@@ -207,8 +243,13 @@ def _rerank_2d(
             _first_best(group, mask, candidate_scores, tie_rtol), candidate_scores, group
         )
 
-    if not ids_are_dense:
-        return finish(_group_lse_pairwise(contrib_scores, result_ids))
+    return _branch(ids_are_dense,
+                   lambda: _dense_path(candidate_scores, contrib_scores, result_ids, mask, mass, tie_rtol, finish),
+                   lambda: finish(_group_lse_pairwise(contrib_scores, result_ids)))
+
+
+def _dense_path(candidate_scores, contrib_scores, result_ids, mask, mass, tie_rtol, finish) -> RerankOutput:
+    """Group scores for dense ids: one segment sum, exact fallback under lax.cond."""
     # Dense ids, fast path: one shift per row and a single segment sum. If a whole group sits so
     # far (> ~69 nats) below its row's best that its shifted total loses precision, or a score
     # is NaN, everything is recomputed with per-group shifts and per-row NaN checks (lax.cond:
@@ -251,7 +292,35 @@ def _unbatch(squeeze: bool, out: RerankOutput) -> RerankOutput:
 # Public API
 
 
-@functools.partial(jax.jit, static_argnames=("aggregate", "ids_are_dense", "gate_threshold"))
+def _prepare(gen_logprob, verifier_logprob, result_ids, mask):
+    squeeze, (gen, ver, ids, mask) = _as_2d(gen_logprob, verifier_logprob, result_ids, mask)
+    mask = mask.astype(bool)
+    gen = jnp.where(mask, gen, 0.0).astype(jnp.float32)
+    ver = jnp.where(mask, ver, 0.0).astype(jnp.float32)
+    return squeeze, gen, ver, ids, mask
+
+
+def _rerank_impl(gen_logprob, verifier_logprob, result_ids, mask, gen_coef, verifier_coef, tie_rtol,
+                 aggregate, ids_are_dense, gate_threshold) -> RerankOutput:
+    squeeze, gen, ver, ids, mask = _prepare(gen_logprob, verifier_logprob, result_ids, mask)
+    scores = _scaled(jnp.asarray(verifier_coef, jnp.float32), ver) + _scaled(
+        jnp.asarray(gen_coef, jnp.float32), gen
+    )
+    mass = None
+    if isinstance(gate_threshold, (int, float)) and not isinstance(gate_threshold, bool):
+        if gate_threshold > 0:
+            mass = ~(ver < jnp.log(jnp.float32(gate_threshold)))
+    elif gate_threshold is not None:  # traced: <= 0 gates nothing (log 0 = -inf)
+        t = jnp.asarray(gate_threshold, jnp.float32)
+        mass = ~(ver < jnp.log(jnp.maximum(t, 0.0)))
+    out = _rerank_2d(scores, ids, mask, mass, aggregate, ids_are_dense, jnp.asarray(tie_rtol, jnp.float32))
+    return _unbatch(squeeze, out)
+
+
+_rerank_static = functools.partial(jax.jit, static_argnames=("aggregate", "ids_are_dense", "gate_threshold"))(
+    _rerank_impl)
+
+
 def rerank(
     gen_logprob: jax.Array,
     verifier_logprob: jax.Array,
@@ -260,46 +329,58 @@ def rerank(
     *,
     gen_coef: float | jax.Array = 1.0,
     verifier_coef: float | jax.Array = 1.0,
-    aggregate: bool = True,
-    ids_are_dense: bool = False,
-    gate_threshold: float | None = None,
+    aggregate: bool | jax.Array = True,
+    ids_are_dense: bool | jax.Array = False,
+    gate_threshold: float | jax.Array | None = None,
     tie_rtol: float | jax.Array = DEFAULT_TIE_RTOL,
 ) -> RerankOutput:
-    """LEVER reranking of ``[B, N]`` (or ``[N]``) candidates ("summing" aggregation).
+    """LEVER reranking of ``[B, N]`` (or ``[N]``) candidates ("summing" aggregation). Jitted.
 
     gen_logprob / verifier_logprob: f32, log P_LM and log P(yes); values on padding are ignored
       (NaN allowed there). verifier_logprob may be -inf.
     result_ids: int32 group ids (equal id <=> same execution result). Arbitrary values unless
       ``ids_are_dense``, where the caller promises ``0 <= id < N`` for unmasked candidates.
     mask: bool, True for real candidates.
-    gate_threshold: LEVER's ``exec_result_agg_threshold`` (static: a new value recompiles);
-      candidates with ``P(yes) < gate_threshold`` keep their group membership but add no mass
-      (LEVER adds -1e10 to their score, which in float32 erases them). None or 0.0 (LEVER's
-      summing default) gates nothing. Only used when ``aggregate``. Compared in log space,
-      ``log P(yes) < log(gate_threshold)``, which equals LEVER's ``exp(log P(yes)) < t`` except
-      within float rounding of the threshold.
+    gate_threshold: LEVER's ``exec_result_agg_threshold``; candidates with
+      ``P(yes) < gate_threshold`` keep their group membership but add no mass (LEVER adds -1e10 to
+      their score, which in float32 erases them). None or 0.0 (LEVER's summing default) gates
+      nothing. Only used when ``aggregate``. Compared in log space, ``log P(yes) <
+      log(gate_threshold)``, which equals LEVER's ``exp(log P(yes)) < t`` except within float
+      rounding of the threshold.
     tie_rtol: group scores within ``tie_rtol * max(1, |best|)`` of the best are tied (the first
       group wins). Mathematically equal groups (e.g. the same member scores in another order)
       differ by float rounding that depends on summation order; LEVER then picks whichever
       rounds higher. The tolerance makes such ties go to the first group on every path; 0.0
       restores exact comparison. Not used when ``aggregate=False`` (exact argmax, as LEVER).
-    Coefficients and tie_rtol are traced: sweeping them does not recompile.
+
+    Coefficients and tie_rtol are always traced (sweeping them does not recompile). The flags
+    ``aggregate``, ``ids_are_dense`` and ``gate_threshold`` are compile-time constants when given
+    as Python values (a new value recompiles); under a caller's ``jax.jit`` that traces them
+    (``jax.jit(rerank)(..., ids_are_dense=True)``) they become run-time switches (``lax.cond``:
+    only the selected path runs). ``jax.jit(functools.partial(rerank, ids_are_dense=True))``
+    keeps them static.
     """
-    squeeze, (gen, ver, ids, mask) = _as_2d(gen_logprob, verifier_logprob, result_ids, mask)
-    mask = mask.astype(bool)
-    gen = jnp.where(mask, gen, 0.0).astype(jnp.float32)
-    ver = jnp.where(mask, ver, 0.0).astype(jnp.float32)
-    scores = _scaled(jnp.asarray(verifier_coef, jnp.float32), ver) + _scaled(
-        jnp.asarray(gen_coef, jnp.float32), gen
-    )
-    mass = None
-    if gate_threshold is not None and gate_threshold > 0:
-        mass = ~(ver < jnp.log(jnp.float32(gate_threshold)))
-    out = _rerank_2d(scores, ids, mask, mass, aggregate, ids_are_dense, jnp.asarray(tie_rtol, jnp.float32))
+    flags = _concrete(aggregate), _concrete(ids_are_dense), _concrete(gate_threshold)
+    args = (gen_logprob, verifier_logprob, result_ids, mask, gen_coef, verifier_coef, tie_rtol)
+    if all(f is None or isinstance(f, (bool, int, float)) for f in flags):
+        agg, dense, gate = flags
+        return _rerank_static(*args, aggregate=bool(agg), ids_are_dense=bool(dense),
+                              gate_threshold=None if gate is None else float(gate))
+    return _rerank_impl(*args, *flags)
+
+
+def _voting_impl(gen_logprob, verifier_logprob, result_ids, mask, gen_coef, threshold, tie_rtol,
+                 ids_are_dense) -> RerankOutput:
+    squeeze, gen, ver, ids, mask = _prepare(gen_logprob, verifier_logprob, result_ids, mask)
+    scores = _scaled(jnp.asarray(gen_coef, jnp.float32), gen)
+    mass = ~(ver < jnp.log(jnp.asarray(threshold, jnp.float32)))
+    out = _rerank_2d(scores, ids, mask, mass, True, ids_are_dense, jnp.asarray(tie_rtol, jnp.float32))
     return _unbatch(squeeze, out)
 
 
-@functools.partial(jax.jit, static_argnames=("ids_are_dense",))
+_voting_static = functools.partial(jax.jit, static_argnames=("ids_are_dense",))(_voting_impl)
+
+
 def rerank_voting(
     gen_logprob: jax.Array,
     verifier_logprob: jax.Array,
@@ -308,53 +389,65 @@ def rerank_voting(
     *,
     gen_coef: float | jax.Array = 1.0,
     threshold: float | jax.Array = 0.5,
-    ids_are_dense: bool = False,
+    ids_are_dense: bool | jax.Array = False,
     tie_rtol: float | jax.Array = DEFAULT_TIE_RTOL,
 ) -> RerankOutput:
-    """LEVER's "voting" aggregation: ``P(yes) >= threshold`` gates a vote weighted by ``P_LM``.
+    """LEVER's "voting" aggregation: ``P(yes) >= threshold`` gates a vote weighted by ``P_LM``. Jitted.
 
     Every candidate keeps its group membership (so a group's first member may itself be gated,
     as in LEVER); only ungated candidates add ``exp(gen_coef * log P_LM)`` to their group. When
     no candidate of a row passes the gate, every group scores -inf and the first candidate is
-    chosen, which is what LEVER's float32 ``-1e10`` penalty produces.
+    chosen, which is what LEVER's float32 ``-1e10`` penalty produces. ``threshold`` is traced;
+    ``ids_are_dense`` behaves as in :func:`rerank`.
     """
-    squeeze, (gen, ver, ids, mask) = _as_2d(gen_logprob, verifier_logprob, result_ids, mask)
-    mask = mask.astype(bool)
-    gen = jnp.where(mask, gen, 0.0).astype(jnp.float32)
-    ver = jnp.where(mask, ver, 0.0).astype(jnp.float32)
-    scores = _scaled(jnp.asarray(gen_coef, jnp.float32), gen)
-    mass = ~(ver < jnp.log(jnp.asarray(threshold, jnp.float32)))
-    out = _rerank_2d(scores, ids, mask, mass, True, ids_are_dense, jnp.asarray(tie_rtol, jnp.float32))
-    return _unbatch(squeeze, out)
+    dense = _concrete(ids_are_dense)
+    args = (gen_logprob, verifier_logprob, result_ids, mask, gen_coef, threshold, tie_rtol)
+    if isinstance(dense, (bool, int, float)):
+        return _voting_static(*args, ids_are_dense=bool(dense))
+    return _voting_impl(*args, dense)
+
+
+_HASH_MULTIPLIER = 2654435761  # Knuth's multiplicative hash (odd, close to 2**32 / golden ratio)
 
 
 @jax.jit
 def dense_group_ids(result_ids: jax.Array, mask: jax.Array) -> jax.Array:
-    """Renumber arbitrary ids per row to ``0..G-1`` by first appearance; -1 on padding.
+    """Renumber arbitrary int32 ids per row to ``0..G-1`` by first appearance; -1 on padding.
 
-    O(N log N) per row (two sorts), no ``N x N`` comparison. Accepts ``[N]`` or ``[B, N]``.
+    A per-row hash table with linear probing, built in parallel rounds (no sort, no ``N x N``
+    comparison): each round every unresolved candidate claims slot ``hash(id) + round`` of a
+    table of ``>= 2N`` slots with a scatter-min of its position; a candidate whose slot is owned
+    by a position holding its own id is resolved, that position being the first appearance of
+    the id (all members of an id probe the same slots, so they resolve together). Rounds run
+    until every candidate is resolved (usually 2-4, at most the table size). Then
+    ``first appearance -> rank`` is a cumsum. Accepts ``[N]`` or ``[B, N]``. XLA:CPU sorts with
+    several operands are ~20x slower than this (scripts/bench_scoring.py).
     """
     squeeze, (ids, mask) = _as_2d(result_ids, mask)
     mask = mask.astype(bool)
     batch, width = ids.shape
+    bits = max(1, (2 * width - 1).bit_length())
+    size = 1 << bits
+    ids = ids.astype(jnp.int32)
     pos = jnp.broadcast_to(jnp.arange(width, dtype=jnp.int32), (batch, width))
-    padding = (~mask).astype(jnp.int32)
-    # Lexicographic sort by (padding last, id, position): runs of equal ids, earliest first.
-    pad_s, id_s, pos_s = jax.lax.sort((padding, ids.astype(jnp.int32), pos), dimension=1, num_keys=3)
-    new_run = jnp.concatenate(
-        [
-            jnp.ones((batch, 1), bool),
-            (id_s[:, 1:] != id_s[:, :-1]) | (pad_s[:, 1:] != pad_s[:, :-1]),
-        ],
-        axis=1,
-    )
-    run_start = jax.lax.cummax(jnp.where(new_run, pos, 0), axis=1)
-    first_sorted = jnp.take_along_axis(pos_s, run_start, axis=1)
-    # Back to the original order: sort by original position.
-    _, first_pos = jax.lax.sort((pos_s, first_sorted), dimension=1, num_keys=1)
-    is_first = mask & (first_pos == pos)
+    home = ((ids.astype(jnp.uint32) * jnp.uint32(_HASH_MULTIPLIER)) >> jnp.uint32(32 - bits)).astype(jnp.int32)
+    base = (jnp.arange(batch, dtype=jnp.int32) * size)[:, None]
+    total = batch * size
+
+    def body(state):
+        step, table, first, todo = state
+        slot = jnp.where(todo, base + ((home + step) & (size - 1)), total)  # resolved: dropped
+        table = table.at[slot.reshape(-1)].min(pos.reshape(-1), mode="drop")
+        owner = table.at[jnp.minimum(slot, total - 1).reshape(-1)].get(mode="promise_in_bounds")
+        owner = owner.reshape(batch, width)
+        won = todo & (jnp.take_along_axis(ids, jnp.clip(owner, 0, width - 1), axis=1) == ids)
+        return step + 1, table, jnp.where(won, owner, first), todo & ~won
+
+    init = (jnp.int32(0), jnp.full((total,), width, jnp.int32), pos, mask)
+    _, _, first, _ = jax.lax.while_loop(lambda state: jnp.any(state[3]), body, init)
+    is_first = mask & (first == pos)
     rank = jnp.cumsum(is_first.astype(jnp.int32), axis=1) - 1
-    dense = jnp.where(mask, jnp.take_along_axis(rank, first_pos, axis=1), -1)
+    dense = jnp.where(mask, jnp.take_along_axis(rank, first, axis=1), -1)
     return dense[0] if squeeze else dense
 
 

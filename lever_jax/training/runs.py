@@ -443,7 +443,7 @@ def evaluate(
     `lever-jax rerank --verifier-scores` reads) and the metrics next to it (<name>.metrics.json).
     `optimizer` must match training's (it shapes the restored state): use the same gin files."""
     from lever_jax.data.jsonl import write_json
-    from lever_jax.rerank.scores_file import default_gen_normalize, score_records
+    from lever_jax.rerank.scores_file import default_gen_normalize, eval_scores_document
 
     _one_of(eval_task, eval_file, "eval", required=True)
     length = _inputs_length(task_feature_lengths, inputs_length)
@@ -465,9 +465,7 @@ def evaluate(
     scores_path = Path(output) if output else (Path(output_dir) if output_dir else Path(model_dir) / "eval") / f"{name}.scores.json"
     metrics_path = scores_path.with_name(scores_path.name.replace(".scores.json", "").replace(".json", "") + ".metrics.json")
     if jax.process_index() == 0:
-        records = score_records(eval_set, scores, norm)
-        write_json(scores_path, {"task": spec.name, "checkpoint_step": step, "gen_normalize": norm,
-                                 "methods": list(records[0]["choice"]) if records else [], "problems": records},
+        write_json(scores_path, eval_scores_document(eval_set, scores, norm, task=spec.name, checkpoint_step=step),
                    indent=None)
         write_json(metrics_path, metrics)
         log.info("evaluated step %d on %s (%d problems): wrote %s and %s", step, spec.name,
