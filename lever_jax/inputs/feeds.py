@@ -253,6 +253,8 @@ class EvalSet:
     result_ids: np.ndarray
     counts: np.ndarray
     has_gen_logprob: np.ndarray
+    errored: Optional[np.ndarray] = None  # bool per candidate: execution status is not 'ok'
+    is_greedy: Optional[np.ndarray] = None  # bool per candidate: the pool's greedy sample
 
     @property
     def num_problems(self) -> int:
@@ -280,7 +282,8 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                   max_problems: Optional[int] = None) -> EvalSet:
     """All candidates of `spec` tokenised with the numpy pipeline's framing."""
     ids, offsets, rows = [], [0], []
-    fields: dict[str, list] = {k: [] for k in ("labels", "gen_logprob", "num_tokens", "result_ids", "counts")}
+    fields: dict[str, list] = {k: [] for k in ("labels", "gen_logprob", "num_tokens", "result_ids", "counts",
+                                                "errored", "is_greedy")}
     has_lp = []
     for index, problem in enumerate(iter_spec_problems(spec)):
         if max_problems is not None and len(ids) >= max_problems:
@@ -290,7 +293,9 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
             continue
         ids.append(problem.problem_id)
         has_lp.append(bool(examples[0]["has_gen_logprob"]))
-        for ex in examples:
+        for ex, cand in zip(examples, problem.candidates):
+            fields["errored"].append(cand.execution is not None and cand.execution.status != "ok")
+            fields["is_greedy"].append(bool(cand.is_greedy))
             framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.side(options),
                                tok.bos_id, tok.eos_id)
             rows.append(pad_to(framed, inputs_length, tok.pad_id))
@@ -309,5 +314,6 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                    num_tokens=np.asarray(fields["num_tokens"], np.int32),
                    result_ids=np.asarray(fields["result_ids"], np.int32),
                    counts=np.asarray(fields["counts"], np.int32),
-                   has_gen_logprob=np.asarray(has_lp, bool))
+                   has_gen_logprob=np.asarray(has_lp, bool),
+                   errored=np.asarray(fields["errored"], bool), is_greedy=np.asarray(fields["is_greedy"], bool))
 
