@@ -12,8 +12,9 @@ import math
 from typing import Any, Mapping
 
 SCHEMA_VERSION = 1
-DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
-STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed")
+DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq", "wikitq_binder")
+# "unsupported": the program cannot run here (e.g. a Binder program calling an LLM); never correct.
+STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed", "unsupported")
 
 
 class SchemaError(ValueError):
