@@ -335,6 +335,10 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         f"{headline}_minus_majority_vote": paired_gain(table[headline].choice, table["majority_vote"].choice,
                                                       arrays.correct, cfg.bootstrap),
     }
+    for other in ("ml_ep", "lever_count_fallback", "max_gen_prob"):  # pools with real log-probs
+        if other in table and headline in table:
+            extra[f"{headline}_minus_{other}"] = paired_gain(table[headline].choice, table[other].choice,
+                                                             arrays.correct, cfg.bootstrap)
     codet = codet_row(cfg, problems, arrays)
     if codet is not None:
         extra["codet_dual_agreement"] = codet
@@ -476,11 +480,12 @@ def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[st
     if second:
         lines += ["", report.format_table(second, title=f"the same choices judged by the "
                                                        f"{doc['methods_second_checker']['checker']}")]
-    gain_key = next(k for k in v if k.endswith("_minus_majority_vote"))
-    g = v[gain_key]
-    lines += ["", f"- {gain_key.replace('_', ' ')}: {100 * g['gain']:+.1f} points, paired 95% CI "
-                  f"[{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]",
-              f"- verifier binary accuracy (LEVER's binary_acc): {100 * v['binary_acc']:.1f}; "
+    lines.append("")
+    for gain_key in (k for k in v if "_minus_" in k):
+        g = v[gain_key]
+        lines.append(f"- {gain_key.replace('_', ' ')}: {100 * g['gain']:+.1f} points, paired 95% CI "
+                     f"[{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]")
+    lines += [f"- verifier binary accuracy (LEVER's binary_acc): {100 * v['binary_acc']:.1f}; "
               f"ECE of P(yes): {v['ece']:.3f}",
               f"- time: " + ", ".join(f"{k} {val:.0f}" for k, val in doc["timings_s"].items()), "",
               "Plots: `accuracy_vs_k.png` (accuracy vs number of samples k, every method), "
