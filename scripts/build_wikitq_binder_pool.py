@@ -204,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.src is None:
         parser.error("--src is required (unless --tables-only)")
-    print(json.dumps(build(args.src, args.out), indent=1))
+    try:
+        report = build(args.src, args.out)
+    except (KeyError, TypeError, ValueError) as err:  # a source file that is not laid out as expected
+        fail(f"{args.src}: unexpected source layout ({type(err).__name__}: {err}); see binder_samples/SOURCE.md")
+    print(json.dumps(report, indent=1))
     return 0
 
 
