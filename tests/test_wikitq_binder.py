@@ -13,8 +13,7 @@ from lever_jax.data.bundled import bundled_path
 from lever_jax.execution import binder_sql
 from lever_jax.execution.canonical import canonical_key
 from lever_jax.execution.wikitq_binder import run_binder_task
-from lever_jax.execution.wikitq_lever_match import lever_answer_eq, relaxed_match
-from lever_jax.execution.wikitq_match import denotation_match
+from lever_jax.execution.wikitq_match import denotation_match, relaxed_match, wtq_answer_eq as lever_answer_eq
 
 TABLE = {"header": ["Rank", "Name", "Name", "", "Date", "Points"],
          "rows": [["1", "Alice", "A", "x", "October 15, 1994", "10"],
@@ -105,7 +104,7 @@ def test_run_binder_task_answers_errors_and_neural_calls(table_db) -> None:
 
 def test_checker_choice(table_db) -> None:
     relaxed = _task(table_db, "SELECT rank FROM w WHERE row_id = 1", ["2 points"])
-    assert relaxed["correct"] and relaxed["correct_relaxed"] and not relaxed["correct_official"]
+    assert relaxed["correct"] and relaxed["correct_lever"] and not relaxed["correct_official"]
     official = _task(table_db, "SELECT rank FROM w WHERE row_id = 1", ["2 points"], checker="official")
     assert not official["correct"]
 

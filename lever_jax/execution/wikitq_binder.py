@@ -10,10 +10,11 @@ unique result key and ``correct = false``, and stay in the pool.
 Result: ``result_key`` = canonical key of Binder's answer (all cells, in order: what Binder's
 majority vote compares), ``result_text`` = LEVER's table rendering of the result without the
 ``row_id`` column, ``details.answer`` = the answer cells (first 100). Correctness: ``correct`` is
-LEVER's relaxed check (:func:`wikitq_lever_match.relaxed_match`, the default) or, with
-``checker="official"``, the official denotation match after LEVER's 0/1 post-processing
-(:func:`wikitq_match.denotation_match`, as the ``wikitq`` executor); both verdicts are kept in
-``details.correct_relaxed`` / ``details.correct_official``.
+LEVER's relaxed check (:func:`wikitq_match.relaxed_match`, ``checker="lever"``, the default) or,
+with ``checker="official"``, the official denotation match after LEVER's 0/1 post-processing
+(:func:`wikitq_match.denotation_match`), as the ``wikitq`` executor; both verdicts are kept in
+``details.correct_lever`` / ``details.correct_official`` (so ``wikitq_match.relabel`` and
+``lever-jax rerank`` report both).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Any, Mapping
 
 from lever_jax.data.binder_tables import TABLE_NAME
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.execution import binder_sql, wikitq_lever_match, wikitq_match
+from lever_jax.execution import binder_sql, wikitq_match
 from lever_jax.execution.base import SandboxResult, Task
 from lever_jax.execution.canonical import canonical_key, unique_error_key
 from lever_jax.execution.sql import (DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryTimeout, _SqlExecutor, _error_execution,
@@ -32,7 +33,6 @@ from lever_jax.execution.sql import (DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryT
 from lever_jax.execution.table_render import render_table
 
 TASK_FUNCTION = "lever_jax.execution.wikitq_binder:run_binder_task"
-CHECKERS = ("relaxed", "official")
 NEURAL_ERROR = "neural call: needs an LLM (Binder QA(...) program)"
 MAX_ANSWER_CELLS = 100
 
@@ -91,12 +91,12 @@ def run_binder_task(payload: Mapping[str, Any]) -> dict[str, Any]:
         canon = None
     question = str(payload.get("question", ""))
     ok = not result["truncated"]
-    relaxed = ok and wikitq_lever_match.relaxed_match(rows, targets, question)
+    relaxed = ok and wikitq_match.relaxed_match(rows, targets, question)
     official = ok and wikitq_match.denotation_match(rows, targets, canon, question)
     return {
         "status": "ok", "error": None,
-        "correct": relaxed if payload.get("checker", "relaxed") == "relaxed" else official,
-        "correct_relaxed": relaxed, "correct_official": official,
+        "correct": official if payload.get("checker") == "official" else relaxed,
+        "correct_lever": relaxed, "correct_official": official,
         "columns": columns, "num_rows": len(rows), "truncated": result["truncated"],
         "answer": [_json_cell(c) for c in answer[:MAX_ANSWER_CELLS]],
         "result_key": canonical_key(list(answer)),
@@ -111,10 +111,10 @@ class WikiTQBinderExecutor(_SqlExecutor):
     version = "wikitq-binder-sql-1"
 
     def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_rows: int = DEFAULT_MAX_ROWS, checker: str = "relaxed"):
+                 max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):
         super().__init__(db_root, timeout_s, max_rows)
-        if checker not in CHECKERS:
-            raise ValueError(f"unknown WikiTQ checker {checker!r}; known: {', '.join(CHECKERS)}")
+        if checker not in wikitq_match.CHECKERS:
+            raise ValueError(f"checker must be one of {', '.join(wikitq_match.CHECKERS)}, got {checker!r}")
         self.checker = checker
         self.version = f"{type(self).version}-{checker}"
 
@@ -144,7 +144,7 @@ class WikiTQBinderExecutor(_SqlExecutor):
         if value.get("status") != "ok":
             status = "timeout" if value.get("status") == "timeout" else "error"
             return _error_execution(problem, candidate, status, value.get("error"))
-        details = {k: value[k] for k in ("columns", "num_rows", "truncated", "answer", "correct_relaxed",
+        details = {k: value[k] for k in ("columns", "num_rows", "truncated", "answer", "correct_lever",
                                          "correct_official") if value.get(k) is not None}
         return Execution(status="ok", result_key=str(value["result_key"]), result_text=str(value["result_text"]),
                          error=None, correct=bool(value.get("correct")), details=details)
