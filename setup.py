@@ -35,6 +35,9 @@ BEAM = ["apache-beam==2.77.0", "protobuf>=6.31.1,<7", "pyarrow<26"]
 # gs:// paths (lever_jax/data/paths.py) and the local GCS emulator the tests run against.
 CLOUD = ["gcsfs>=2024.2", "google-cloud-storage>=2.14"]
 CLOUD_TEST = CLOUD + ["gcp-storage-emulator>=2024.8"]
+# Only to REBUILD the wikitq_binder bundle (scripts/build_wikitq_binder_pool.py): Binder's cell
+# normalisation (Recognizers-Text, with the emoji API it imports) and the cl100k_base token counts.
+WIKITQ_BUILD = ["recognizers-text-suite==1.0.2a2", "emoji==1.7.0", "bpe-openai==0.1.4"]
 
 setup(
     name="lever-jax",
@@ -62,6 +65,7 @@ setup(
         "beam": BEAM,
         "cloud": CLOUD,
         "cloud-test": CLOUD_TEST,
+        "wikitq-build": WIKITQ_BUILD,
         "all": SEQIO + DEV,
     },
     entry_points={"console_scripts": ["lever-jax=lever_jax.cli:main"]},

@@ -13,8 +13,9 @@ import math
 from typing import Any, Iterable, Mapping
 
 SCHEMA_VERSION = 1
-DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq")
-STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed")
+DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq", "wikitq_binder")
+# "unsupported": the program cannot run here (e.g. a Binder program calling an LLM); never correct.
+STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed", "unsupported")
 # Unknown keys are an error, not a warning: a typo (``logprob`` for ``gen_logprob``) would otherwise
 # silently become a default value and change the result; ``schema_version`` covers extensions.
 PROBLEM_KEYS = ("schema_version", "problem_id", "dataset", "question", "context", "gold", "candidates")

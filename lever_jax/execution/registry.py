@@ -11,6 +11,7 @@ EXECUTORS: dict[str, str] = {
     "humaneval": "lever_jax.execution.python_tests:HumanEvalExecutor",
     "spider": "lever_jax.execution.sql:SpiderExecutor",
     "wikitq": "lever_jax.execution.sql:WikiTQExecutor",
+    "wikitq_binder": "lever_jax.execution.wikitq_binder:WikiTQBinderExecutor",
 }
 
 

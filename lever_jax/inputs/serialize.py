@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 from lever_jax.data.schema import Candidate, Execution, Problem
 
 YES, NO = "yes", "no"
-SQL_DATASETS = ("spider", "wikitq")
+SQL_DATASETS = ("spider", "wikitq", "wikitq_binder")
 STYLES = ("lever", "legacy")
 TRUNCATIONS = ("right", "left", "left_sql")
 _WORD = re.compile(r"\b(?<!')(\w+)(?!')\b")
@@ -296,6 +296,7 @@ serialize_humaneval = serialize_python_tests
 SERIALIZERS: dict[str, Callable[[Problem, Candidate, SerializeOptions], str]] = {
     "spider": serialize_spider,
     "wikitq": serialize_wikitq,
+    "wikitq_binder": serialize_wikitq,
     "gsm8k": serialize_gsm8k,
     "mbpp": serialize_mbpp,
     "humaneval": serialize_humaneval,

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 import gin
 import numpy as np
 
-from lever_jax.rerank import methods, statistics, plots, report
+from lever_jax.rerank import methods, plots, pool_rows, report, statistics
 from lever_jax.pipeline import gsm8k_features
 from lever_jax.training import checkpoints  # noqa: F401 (gin registration before parsing)
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
@@ -60,6 +60,10 @@ POOLS: dict[str, dict[str, Any]] = {
     "humaneval_codegen16b_hidden_inputs": {"dataset": "humaneval",
                                            "executed": ("humaneval_pool", "codegen16b.executed.jsonl.gz"),
                                            "codet": ("humaneval_pool", "codet_test_results.jsonl.gz")},
+    # WikiTQ test x Binder programs with real summed log-probs, executed here (Binder's table w);
+    # correct = LEVER's relaxed check, the official evaluator reported beside it.
+    "wikitq_binder": {"dataset": "wikitq_binder", "samples": ("wikitq_binder", "binder.samples.jsonl.gz"),
+                      "second_checker": ("official evaluator", "correct_official")},
 }
 
 
@@ -297,6 +301,9 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     if cfg.ablation == "no_agg":  # the headline LEVER row is the one without aggregation
         table = {k: v for k, v in table.items() if k not in ("lever", "lever_voting")}
     headline = "lever_no_agg" if cfg.ablation == "no_agg" else "lever"
+    table.update(pool_rows.extra_rows(problems, arrays, ver, cfg.bootstrap))  # ml_ep, lever_count_fallback
+    checker = POOLS[cfg.pool].get("second_checker")
+    second = pool_rows.second_checker(problems, arrays, table, checker[1], cfg.bootstrap) if checker else None
     rel = statistics.reliability(ver, arrays.correct, arrays.mask)
     extra: dict[str, Any] = {
         "binary_acc": statistics.binary_accuracy(ver, arrays.correct, arrays.mask),
@@ -304,6 +311,10 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         f"{headline}_minus_majority_vote": paired_gain(table[headline].choice, table["majority_vote"].choice,
                                                       arrays.correct, cfg.bootstrap),
     }
+    for other in ("ml_ep", "lever_count_fallback", "max_gen_prob"):  # pools with real log-probs
+        if other in table and headline in table:
+            extra[f"{headline}_minus_{other}"] = paired_gain(table[headline].choice, table[other].choice,
+                                                             arrays.correct, cfg.bootstrap)
     codet = codet_row(cfg, problems, arrays)
     if codet is not None:
         extra["codet_dual_agreement"] = codet
@@ -315,6 +326,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     doc = {
         "pool": _pool_name(cfg), "ablation": cfg.ablation, "problems": len(problems), "distinct_programs": n_cand,
         "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
+        **({"methods_second_checker": {"checker": checker[0], **report.metrics_json(second)}} if second else {}),
         "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
     }
     write_json(out / "metrics.json", doc)
@@ -322,7 +334,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{_pool_name(cfg)}: accuracy vs k")
     plots.reliability_diagram(rel, out / "reliability.png", title=f"{_pool_name(cfg)}: verifier P(yes)")
     (out / "config.gin").write_text(gin_text or gin.operative_config_str(), encoding="utf-8")
-    write_report(out / "report.md", doc, table, settings)
+    write_report(out / "report.md", doc, table, settings, second=second)
     _log(f"wrote {out}/report.md, metrics.json, scores.json, accuracy_vs_k.png, reliability.png "
          f"({timings['total_s']:.0f}s)")
     return doc
@@ -428,7 +440,8 @@ def codet_row(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArra
     return {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "confidence": ci.confidence}
 
 
-def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any]) -> None:
+def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any],
+                 second: Optional[dict] = None) -> None:
     v = doc["verifier"]
     lines = [f"# LEVER end-to-end run: {doc['pool']}" + (f" (ablation: {doc['ablation']})"
                                                           if doc["ablation"] != "none" else ""), "",
@@ -440,11 +453,15 @@ def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[st
         c = v["codet_dual_agreement"]
         lines.append(f"| CodeT dual execution agreement | {100 * c['accuracy']:.1f} | "
                      f"[{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}] |")
-    gain_key = next(k for k in v if k.endswith("_minus_majority_vote"))
-    g = v[gain_key]
-    lines += ["", f"- {gain_key.replace('_', ' ')}: {100 * g['gain']:+.1f} points, paired 95% CI "
-                  f"[{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]",
-              f"- verifier binary accuracy (LEVER's binary_acc): {100 * v['binary_acc']:.1f}; "
+    if second:
+        lines += ["", report.format_table(second, title=f"the same choices judged by the "
+                                                       f"{doc['methods_second_checker']['checker']}")]
+    lines.append("")
+    for gain_key in (k for k in v if "_minus_" in k):
+        g = v[gain_key]
+        lines.append(f"- {gain_key.replace('_', ' ')}: {100 * g['gain']:+.1f} points, paired 95% CI "
+                     f"[{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]")
+    lines += [f"- verifier binary accuracy (LEVER's binary_acc): {100 * v['binary_acc']:.1f}; "
               f"ECE of P(yes): {v['ece']:.3f}",
               f"- time: " + ", ".join(f"{k} {val:.0f}" for k, val in doc["timings_s"].items()), "",
               "Plots: `accuracy_vs_k.png` (accuracy vs number of samples k, every method), "

@@ -18,6 +18,7 @@ DATASET_MODULES: dict[str, str] = {
     "humaneval": "lever_jax.data.datasets.humaneval",
     "spider": "lever_jax.data.datasets.spider",
     "wikitq": "lever_jax.data.datasets.wikitq",
+    "wikitq_binder": "lever_jax.data.datasets.wikitq_binder",
 }
 
 

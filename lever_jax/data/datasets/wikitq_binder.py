@@ -1,0 +1,104 @@
+"""The ``wikitq_binder`` pool: WikiTQ test questions with real LLM samples (Binder programs).
+
+Files in ``bundled/wikitq_binder/`` (built by ``scripts/build_wikitq_binder_pool.py``; see its
+DATA_CARD.md): ``binder.samples.jsonl.gz`` (the pool, data contract), ``tables.json.gz`` (the
+WikiTQ tables as Binder read them) and ``tables.tar.xz`` (Binder's table ``w`` of each, one
+SQLite file ``<table_id>.db``, built from ``tables.json.gz`` by
+:func:`lever_jax.data.binder_tables.write_binder_db`). The databases are unpacked on first use into
+``<db root>/wikitq_binder/`` (read-only files). Problem ids are WikiTQ's (``nu-0``); gold = the
+target value strings; context = ``{"table_id": "203_733", "page_title": ..., "target_canon":
+[...], "binder_eid": "0"}``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tarfile
+from pathlib import Path
+
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.jsonl import read_problems
+from lever_jax.data.schema import Problem
+from lever_jax.data.spider_db import default_db_root
+
+SPLITS = ("test",)
+BUNDLE = "wikitq_binder"
+SAMPLES = "binder.samples.jsonl.gz"
+TABLES_ARCHIVE = "tables.tar.xz"
+_TABLE_ID = re.compile(r"^\d+_\d+$")
+
+
+def table_id_from_context(context_path: str) -> str:
+    """WikiTQ's ``csv/203-csv/733.csv`` as the SQUALL-style id ``203_733``."""
+    m = re.fullmatch(r"csv/(\d+)-csv/(\d+)\.csv", context_path)
+    if not m:
+        raise ValueError(f"not a WikiTQ table path: {context_path!r}")
+    return f"{m.group(1)}_{m.group(2)}"
+
+
+def binder_db_path(table_id: str, root: Path | None = None) -> Path:
+    if not _TABLE_ID.match(table_id):
+        raise ValueError(f"invalid WikiTQ table id {table_id!r}")
+    return (root or default_db_root()) / BUNDLE / f"{table_id}.db"
+
+
+def prepare_binder_tables(root: Path | None = None, force: bool = False, log: bool = True) -> int:
+    """Unpack the bundled ``w`` databases into ``<root>/wikitq_binder`` (cached); files written."""
+    root = root or default_db_root()
+    out_dir = root / BUNDLE
+    stamp = out_dir / ".prepared"
+    archive = bundled_path(BUNDLE, TABLES_ARCHIVE, must_exist=True)
+    tag = str(archive.stat().st_size)
+    if not force and stamp.exists() and stamp.read_text().strip() == tag:
+        return 0
+    if log:
+        print(f"lever-jax: unpacking the wikitq_binder tables into {out_dir} ...", file=sys.stderr)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            name = Path(member.name).name
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle is None or not name.endswith(".db") or not _TABLE_ID.match(name[:-3]):
+                continue
+            tmp = out_dir / f".{name}.tmp"
+            tmp.write_bytes(handle.read())
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, out_dir / name)
+            count += 1
+    for path in (root, out_dir):
+        os.chmod(path, 0o755)
+    stamp.write_text(tag + "\n")
+    return count
+
+
+def ensure_binder_db(table_id: str, root: Path | None = None) -> Path:
+    """Path of a table's ``w`` database, unpacking the bundle first when it is missing."""
+    path = binder_db_path(table_id, root)
+    if not path.exists():
+        prepare_binder_tables(root)
+        if not path.exists():
+            prepare_binder_tables(root, force=True)
+        if not path.exists():
+            raise FileNotFoundError(f"no wikitq_binder table {table_id!r} in the bundle (looked for {path})")
+    return path
+
+
+def load_pool() -> list[Problem]:
+    """The pool with its candidates (no execution)."""
+    return list(read_problems(bundled_path(BUNDLE, SAMPLES, must_exist=True)))
+
+
+def load_problems(split: str, variant: str | None = None) -> list[Problem]:
+    """The pool's problems without candidates (the dataset-loader contract)."""
+    if split not in SPLITS:
+        raise ValueError(f"wikitq_binder has no split {split!r}; splits: {', '.join(SPLITS)}")
+    if variant is not None:
+        raise ValueError(f"wikitq_binder has no variant {variant!r}")
+    return [p.replace(candidates=()) for p in load_pool()]
+
+
+def gold_program(problem: Problem) -> str | None:
+    """No gold program: the WikiTQ test set has none."""
+    return None

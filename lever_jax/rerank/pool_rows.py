@@ -1,0 +1,76 @@
+"""Method rows that need more than :class:`CandidateArrays` holds: ML+EP, LEVER with the count
+fallback, and accuracies under a second correctness checker (WikiTQ's official evaluator).
+
+Used by ``lever-jax run`` for pools with real generation log-probs (``wikitq_binder``):
+
+- ``ml_ep``: the paper's main baseline, the most likely program (summed log-prob) among those that
+  executed without error (status ``ok``); where none did, the most likely program overall.
+- ``lever_count_fallback``: LEVER (summing) with ``log P_LM = log(count / total)`` in place of the
+  real log-probs: the ablation that shows what the real probabilities add.
+- :func:`second_checker`: every method's accuracy when its chosen candidate is judged by the
+  executions' ``details[<key>]`` (``correct_official``) instead of ``correct``; the choices do not
+  change (the verifier was trained on ``correct``), only the verdicts.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from lever_jax.data.arrays import CandidateArrays
+from lever_jax.data.schema import Problem
+from lever_jax.rerank import methods, statistics
+from lever_jax.rerank.report import MethodResult
+
+
+def candidate_flags(problems: Sequence[Problem], width: int, key: str | None = None) -> np.ndarray:
+    """bool[B, N]: execution status ``ok`` (``key`` None) or ``details[key]`` true, per candidate."""
+    out = np.zeros((len(problems), width), bool)
+    for row, problem in enumerate(problems):
+        for col, cand in enumerate(problem.candidates[:width]):
+            ex = cand.execution
+            if ex is not None:
+                out[row, col] = ex.status == "ok" if key is None else bool((ex.details or {}).get(key))
+    return out
+
+
+def ml_ep(gen_logprob: np.ndarray, ok: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Highest generation log-prob among error-free programs (all programs where none is)."""
+    mask = np.asarray(mask, bool)
+    usable = mask & np.asarray(ok, bool)
+    pool = np.where(usable.any(axis=-1, keepdims=True), usable, mask)
+    return methods.max_gen_logprob(gen_logprob, pool)
+
+
+def extra_rows(problems: Sequence[Problem], arrays: CandidateArrays, verifier_logprob: np.ndarray | None,
+               n_resamples: int, seed: int = 0) -> dict[str, MethodResult]:
+    """``ml_ep`` and (with a verifier) ``lever_count_fallback``, as :func:`report.method_table` rows."""
+    if not arrays.has_logprobs:
+        return {}
+    choices = {"ml_ep": ml_ep(arrays.gen_logprob, candidate_flags(problems, arrays.shape[1]), arrays.mask)}
+    if verifier_logprob is not None:
+        counts_only = np.full(arrays.gen_logprob.shape, np.nan, np.float32)  # forces the count fallback
+        gen = methods.lever_gen_logprob(counts_only, arrays.num_tokens, arrays.counts, arrays.mask)
+        choices["lever_count_fallback"] = methods.lever(gen, np.asarray(verifier_logprob, np.float32),
+                                                        arrays.result_ids, arrays.mask, aggregate=True)
+    return {name: MethodResult(name, statistics.bootstrap_ci(
+                statistics.choice_correct(choice, arrays.correct), n_resamples=n_resamples, seed=seed), choice)
+            for name, choice in choices.items()}
+
+
+def second_checker(problems: Sequence[Problem], arrays: CandidateArrays, table: Mapping[str, MethodResult],
+                   key: str, n_resamples: int, seed: int = 0) -> dict[str, MethodResult]:
+    """Every row of ``table`` re-judged with ``details[key]`` (random/oracle recomputed)."""
+    correct = candidate_flags(problems, arrays.shape[1], key)
+    out = {}
+    for name, result in table.items():
+        if name == "random":
+            values = np.nan_to_num(methods.random_expected(correct, arrays.mask, arrays.counts), nan=0.0)
+            choice = None
+        else:
+            choice = methods.oracle(correct, arrays.mask) if name == "oracle" else result.choice
+            if choice is None:
+                continue
+            values = statistics.choice_correct(choice, correct)
+        out[name] = MethodResult(name, statistics.bootstrap_ci(values, n_resamples=n_resamples, seed=seed), choice)
+    return out
