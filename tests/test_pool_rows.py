@@ -1,4 +1,5 @@
-"""ml_ep, lever_count_fallback and the second-checker table (lever_jax.rerank.pool_rows)."""
+"""ml_ep (the one method table) on Binder statuses, lever_count_fallback and the second-checker table
+(lever_jax.rerank.pool_rows)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,14 +28,16 @@ def test_ml_ep_skips_errored_programs_and_falls_back() -> None:
     arrays = problems_to_arrays(PROBLEMS)
     ok = pool_rows.candidate_flags(PROBLEMS, arrays.shape[1])
     assert ok.tolist() == [[False, True, True], [False, False, False]]
-    assert pool_rows.ml_ep(arrays.gen_logprob, ok, arrays.mask).tolist() == [1, 0]  # b: nothing ran -> max overall
+    ver = np.log(np.full(arrays.shape, 0.5, np.float32))
+    table = report.method_table(arrays, ver, n_resamples=50)
+    assert table["ml_ep"].choice.tolist() == [1, 0]  # 'unsupported' is not error-free; b: nothing ran -> max overall
 
 
 def test_count_fallback_and_second_checker() -> None:
     arrays = problems_to_arrays(PROBLEMS)
     ver = np.log(np.full(arrays.shape, 0.5, np.float32))
     rows = pool_rows.extra_rows(PROBLEMS, arrays, ver, n_resamples=50)
-    assert rows["ml_ep"].choice.tolist() == [1, 0]
+    assert set(rows) == {"lever_count_fallback"}
     # equal P(yes): real log-probs pick the errored e1 (-1 is the highest; LEVER leaves errors to the
     # verifier), the count fallback picks r2 (5 of the 7 samples)
     assert rows["lever_count_fallback"].choice[0] == 2 and rows["lever_count_fallback"].ci.mean == 0.5

@@ -108,7 +108,7 @@ class WikiTQBinderExecutor(_SqlExecutor):
     """``wikitq_binder``: Binder programs on ``<db root>/wikitq_binder/<table_id>.db``."""
 
     dataset = "wikitq_binder"
-    version = "wikitq-binder-sql-1"
+    version = "wikitq-binder-sql-2"
 
     def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):
@@ -130,7 +130,7 @@ class WikiTQBinderExecutor(_SqlExecutor):
         payload = {"db_path": str(db_path), "sql": candidate.program, "timeout_s": self.timeout_s,
                    "max_rows": self.max_rows, "page_title": context.get("page_title"), "targets": [str(g) for g in gold],
                    "target_canon": context.get("target_canon"), "question": problem.question, "checker": self.checker}
-        return Task(TASK_FUNCTION, payload)
+        return Task(TASK_FUNCTION, payload, readable=(str(db_path),))  # the only file the mount view shows it
 
     def to_execution(self, problem: Problem, candidate: Candidate, result: SandboxResult) -> Execution:
         value = result.value

@@ -301,7 +301,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     if cfg.ablation == "no_agg":  # the headline LEVER row is the one without aggregation
         table = {k: v for k, v in table.items() if k not in ("lever", "lever_voting")}
     headline = "lever_no_agg" if cfg.ablation == "no_agg" else "lever"
-    table.update(pool_rows.extra_rows(problems, arrays, ver, cfg.bootstrap))  # ml_ep, lever_count_fallback
+    table.update(pool_rows.extra_rows(problems, arrays, ver, cfg.bootstrap))  # lever_count_fallback (ml_ep is in the table)
     checker = POOLS[cfg.pool].get("second_checker")
     second = pool_rows.second_checker(problems, arrays, table, checker[1], cfg.bootstrap) if checker else None
     rel = statistics.reliability(ver, arrays.correct, arrays.mask)

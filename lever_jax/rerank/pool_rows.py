@@ -1,10 +1,8 @@
-"""Method rows that need more than :class:`CandidateArrays` holds: ML+EP, LEVER with the count
-fallback, and accuracies under a second correctness checker (WikiTQ's official evaluator).
+"""Rows beside the one method table (lever_jax.rerank.table, which has ``ml_ep``): LEVER with the
+count fallback, and accuracies under a second correctness checker (WikiTQ's official evaluator).
 
 Used by ``lever-jax run`` for pools with real generation log-probs (``wikitq_binder``):
 
-- ``ml_ep``: the paper's main baseline, the most likely program (summed log-prob) among those that
-  executed without error (status ``ok``); where none did, the most likely program overall.
 - ``lever_count_fallback``: LEVER (summing) with ``log P_LM = log(count / total)`` in place of the
   real log-probs: the ablation that shows what the real probabilities add.
 - :func:`second_checker`: every method's accuracy when its chosen candidate is judged by the
@@ -34,27 +32,18 @@ def candidate_flags(problems: Sequence[Problem], width: int, key: str | None = N
     return out
 
 
-def ml_ep(gen_logprob: np.ndarray, ok: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Highest generation log-prob among error-free programs (all programs where none is)."""
-    mask = np.asarray(mask, bool)
-    usable = mask & np.asarray(ok, bool)
-    pool = np.where(usable.any(axis=-1, keepdims=True), usable, mask)
-    return methods.max_gen_logprob(gen_logprob, pool)
-
-
 def extra_rows(problems: Sequence[Problem], arrays: CandidateArrays, verifier_logprob: np.ndarray | None,
                n_resamples: int, seed: int = 0) -> dict[str, MethodResult]:
-    """``ml_ep`` and (with a verifier) ``lever_count_fallback``, as :func:`report.method_table` rows."""
-    if not arrays.has_logprobs:
+    """With a verifier and real log-probs: ``lever_count_fallback``, as a :func:`report.method_table` row."""
+    if not arrays.has_logprobs or verifier_logprob is None:
         return {}
-    choices = {"ml_ep": ml_ep(arrays.gen_logprob, candidate_flags(problems, arrays.shape[1]), arrays.mask)}
-    if verifier_logprob is not None:
-        counts_only = np.full(arrays.gen_logprob.shape, np.nan, np.float32)  # forces the count fallback
-        gen = methods.lever_gen_logprob(counts_only, arrays.num_tokens, arrays.counts, arrays.mask)
-        choices["lever_count_fallback"] = methods.lever(gen, np.asarray(verifier_logprob, np.float32),
-                                                        arrays.result_ids, arrays.mask, aggregate=True)
+    counts_only = np.full(arrays.gen_logprob.shape, np.nan, np.float32)  # forces the count fallback
+    gen = methods.lever_gen_logprob(counts_only, arrays.num_tokens, arrays.counts, arrays.mask)
+    choices = {"lever_count_fallback": methods.lever(gen, np.asarray(verifier_logprob, np.float32),
+                                                     arrays.result_ids, arrays.mask, aggregate=True)}
     return {name: MethodResult(name, statistics.bootstrap_ci(
-                statistics.choice_correct(choice, arrays.correct), n_resamples=n_resamples, seed=seed), choice)
+                statistics.choice_correct(choice, arrays.correct), n_resamples=n_resamples, seed=seed), choice,
+                arrays.num_problems)
             for name, choice in choices.items()}
 
 
@@ -72,5 +61,6 @@ def second_checker(problems: Sequence[Problem], arrays: CandidateArrays, table: 
             if choice is None:
                 continue
             values = statistics.choice_correct(choice, correct)
-        out[name] = MethodResult(name, statistics.bootstrap_ci(values, n_resamples=n_resamples, seed=seed), choice)
+        out[name] = MethodResult(name, statistics.bootstrap_ci(values, n_resamples=n_resamples, seed=seed), choice,
+                                 arrays.num_problems)
     return out

@@ -53,6 +53,7 @@ METHODS: dict[str, str] = {
     "lever_no_agg": "LEVER without aggregation",
     "lever": "LEVER (summing)",
     "lever_voting": "LEVER (voting)",
+    "lever_count_fallback": "LEVER (summing), count-based P_LM (ablation)",
     "oracle": "oracle (any correct)",
 }
 
