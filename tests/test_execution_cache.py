@@ -115,3 +115,29 @@ def test_cli_execute(tmp_path):
     bad = subprocess.run(cmd[:5] + ["mbpp"] + cmd[6:], capture_output=True, text=True, timeout=300)
     # a samples file of another dataset is the user's mistake: one line, exit 2
     assert bad.returncode == 2 and "not 'mbpp'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("field", [f.name for f in __import__("dataclasses").fields(Limits)])
+def test_every_limit_is_part_of_the_cache_key(field):
+    """A changed limit (e.g. output_bytes, which decides output_limit) never reuses old results."""
+    import dataclasses
+
+    base = Limits()
+    value = getattr(base, field)
+    changed = dataclasses.replace(base, **{field: value * 2 + 1})
+    from lever_jax.execution.cache import executor_key
+
+    assert executor_key("gsm8k", "v", base) != executor_key("gsm8k", "v", changed)
+    assert executor_key("gsm8k", "v", base) == executor_key("gsm8k", "v", Limits())
+    assert executor_key("gsm8k", "v", base) != executor_key("gsm8k", "w", base)  # and the executor version
+
+
+def test_other_limits_recompute(tmp_path, sandbox):
+    executor = GSM8kExecutor()
+    with ExecutionCache(tmp_path) as cache:
+        list(execute_problems(problems(2), executor, sandbox, cache, progress=False))
+    stats = RunStats()
+    with Sandbox(workers=1, limits=Limits(timeout_s=3, cpu_s=3, output_bytes=1024)) as other, \
+            ExecutionCache(tmp_path) as cache:
+        list(execute_problems(problems(2), executor, other, cache, progress=False, stats=stats))
+    assert stats.cached == 0 and stats.executed == 2 * 3

@@ -1,7 +1,8 @@
 """On-disk execution cache: a killed run resumes, a re-run executes nothing new.
 
-Key: (executor ``dataset:version``, sha256 of the program, sha256 of the problem's context and
-gold) -- everything an execution depends on. The store is one SQLite file in WAL mode
+Key: (executor ``dataset:version`` + a digest of the sandbox :class:`Limits`, sha256 of the
+program, sha256 of the problem's context and gold) -- everything an execution depends on (an
+``output_limit`` or a ``MemoryError`` depends on the limits, so a run with other limits recomputes). The store is one SQLite file in WAL mode
 (``<dir>/executions.sqlite``): every batch is one transaction, so a killed process loses at most
 its last uncommitted batch and never leaves a torn record; several processes may share it.
 
@@ -50,6 +51,18 @@ def context_hash(problem: Problem) -> str:
 
 
 CacheKey = tuple[str, str, str]
+
+
+def executor_key(dataset: str, version: str, limits: Any = None) -> str:
+    """The executor part of a cache key: ``dataset:version``, plus ``|limits:<digest>`` of the
+    sandbox limits (a dataclass) when given."""
+    base = f"{dataset}:{version}"
+    if limits is None:
+        return base
+    import dataclasses
+
+    blob = json.dumps(dataclasses.asdict(limits), sort_keys=True)
+    return f"{base}|limits:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
 def cache_key(executor_id: str, program: str, ctx_hash: str) -> CacheKey:

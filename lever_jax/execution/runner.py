@@ -16,7 +16,7 @@ from typing import Iterable, Iterator
 
 from lever_jax.data.schema import Execution, Problem
 from lever_jax.execution.base import DatasetExecutor, SandboxResult
-from lever_jax.execution.cache import CacheKey, ExecutionCache, cache_key, context_hash
+from lever_jax.execution.cache import CacheKey, ExecutionCache, cache_key, context_hash, executor_key
 from lever_jax.execution.canonical import is_error_key, unique_error_key
 from lever_jax.execution.sandbox import Sandbox
 
@@ -56,13 +56,13 @@ def execute_problems(
 ) -> Iterator[Problem]:
     """Yield ``problems`` with executed candidates (see the module doc)."""
     stats = stats if stats is not None else RunStats()
-    executor_id = f"{executor.dataset}:{executor.version}"
+    executor_id = executor_key(executor.dataset, executor.version, getattr(sandbox, "limits", None))
     bar = None
     if progress:
-        from tqdm import tqdm
+        from lever_jax.data.progress import progress_bar
 
         total = sum(len(p.candidates) for p in problems) if isinstance(problems, (list, tuple)) else None
-        bar = tqdm(total=total, unit="prog", desc=f"execute {executor.dataset}", smoothing=0.05)
+        bar = progress_bar(total=total, unit="prog", desc=f"execute {executor.dataset}", smoothing=0.05)
     start = time.monotonic()
     source = iter(problems)
     try:
