@@ -1,4 +1,4 @@
-"""Packing (lever_jax.inputs_packing + the models' segment ids): a packed step computes LEVER's
+"""Packing (lever_jax.inputs.packing + the models' segment ids): a packed step computes LEVER's
 loss and gradients exactly as the unpacked [P, K, L] step does; bucketing covers every sequence."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lever_jax.inputs_packing import bucket, first_fit_decreasing, pack, packed_batch
+from lever_jax.inputs.packing import bucket, first_fit_decreasing, pack, packed_batch
 from lever_jax.models.configs import encoder_config, t5_config
 from lever_jax.models.layers import relative_position_buckets, relative_position_buckets_dynamic
 from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier

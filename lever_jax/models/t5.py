@@ -247,7 +247,7 @@ class T5Transformer(nn.Module):
     def packed_verifier_logits(self, encoder_input_tokens: Array, segment_ids: Array,
                                positions: Array, num_segments: int,
                                deterministic: bool = True) -> Array:
-        """Packed rows [B, L] (lever_jax.inputs_packing) -> float32 [B, num_segments, 2]:
+        """Packed rows [B, L] (lever_jax.inputs.packing) -> float32 [B, num_segments, 2]:
         `verifier_logits` of every packed segment, with one decoder position per segment."""
         cfg = self.config
         encoded = self.encode(encoder_input_tokens, deterministic, segment_ids, positions)

@@ -131,7 +131,7 @@ class BaseVerifier:
                                dropout_rng: Optional[Array] = None) -> Array:
         """Packed batch -> float32 (no, yes) logits [P, K, 2] in LEVER's per-problem layout.
 
-        Packed keys (lever_jax.inputs_packing.packed_batch): 'packed_tokens', 'segment_ids',
+        Packed keys (lever_jax.inputs.packing.packed_batch): 'packed_tokens', 'segment_ids',
         'positions' [R, L]; 'sequence_row', 'sequence_segment', 'sequence_slot' [N] (slot: flat
         index p * K + k; slot P * K = a padding sequence, dropped); 'candidate_mask' [P, K].
         Slots no sequence fills get logits 0 (they are masked out of the loss anyway).
