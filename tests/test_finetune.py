@@ -91,15 +91,15 @@ def test_packed_loss_is_levers_loss_of_the_unpacked_logits() -> None:
 
 def test_train_step_is_deterministic_and_lowers_the_loss() -> None:
     trainer = _trainer()
-    trainer = FinetuneTrainer(dataclasses.replace(trainer.config, steps=30, warmup_steps=2,
-                                                  learning_rate=1e-3, head_learning_rate=3e-3),
+    trainer = FinetuneTrainer(dataclasses.replace(trainer.config, steps=8, warmup_steps=1,
+                                                  learning_rate=3e-3, head_learning_rate=1e-2),
                               trainer.pool, trainer.labels, trainer.mask)
     params = _random_params(trainer)
     state = (params, trainer.tx.init(params))
     rows = np.arange(4)
     before = trainer.eval_metrics(params, rows)["loss"]
-    a = trainer.train(state, rows, 0, 0, 30)
-    b = trainer.train(state, rows, 0, 0, 30)
+    a = trainer.train(state, rows, 0, 0, 8)
+    b = trainer.train(state, rows, 0, 0, 8)
     for x, y in zip(jax.tree_util.tree_leaves(a[0]), jax.tree_util.tree_leaves(b[0])):
         np.testing.assert_array_equal(x, y)
     assert trainer.eval_metrics(a[0], rows)["loss"] < before
