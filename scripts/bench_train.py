@@ -17,6 +17,11 @@ examples/s (candidates), tokens/s and the JAX / PyTorch ratio (issue target >= 1
 median wall time of the timed steps, plus the median process CPU time per step.
 `--jax_dropout_impl jax`, `--jax_no_fold` and `--xla_cpu_defaults` switch off our speed-ups
 one at a time (see docs/bench/train.md).
+
+`--real_lengths --model t5|minilm`: the real input-length distribution of the bundled GSM8k pool,
+HF fed LEVER's way (padded to the batch's longest) vs ours packed (scripts/bench_train_real.py):
+
+    .venv/bin/python scripts/bench_train.py --real_lengths --model minilm --problems 4 --candidates 4 --steps 6
 """
 from __future__ import annotations
 
@@ -178,8 +183,27 @@ def main() -> None:
                         help="torch intra-op threads (0: all CPUs). Under load, OpenMP's 2 threads "
                              "can be far slower than 1")
     parser.add_argument("--only", choices=("jax", "torch"), default=None)
+    parser.add_argument("--real_lengths", action="store_true",
+                        help="real GSM8k pool inputs; HF padded per batch vs ours packed")
+    parser.add_argument("--model", choices=("t5", "minilm"), default="t5", help="with --real_lengths")
+    parser.add_argument("--row_len", type=int, default=512, help="packed row length (--real_lengths)")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
+    if args.real_lengths:
+        import sys
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_train_real import bench_real
+
+        res = bench_real(args)
+        print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))
+        print(f"{args.model}: ours (packed) {res['jax']['candidates_per_s']:.2f} candidates/s, HF PyTorch "
+              f"(padded to the batch's longest) {res['torch']['candidates_per_s']:.2f} candidates/s: "
+              f"ratio {res['ratio_train']:.2f}x; load {res['load_avg_start']} -> {res['load_avg_end']}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(res, handle, indent=1)
+        return
 
     rng = np.random.default_rng(0)
     shape = (args.problems, args.candidates, args.length)

@@ -19,7 +19,7 @@ from flax import linen as nn
 
 from lever_jax.models.configs import EncoderConfig
 from lever_jax.models.layers import (Dense, Dropout, Embed, LayerNorm, MultiHeadAttention, activation_fn,
-                                     constrain, padding_bias)
+                                     constrain, padding_bias, segment_bias, segment_first, segment_mean)
 
 Array = jax.Array
 EMBED_AXES = ("batch", "length", "embed")
@@ -31,11 +31,14 @@ class Embeddings(nn.Module):
 
     @nn.compact
     def __call__(self, tokens: Array, token_type_ids: Optional[Array], mask: Array,
-                 deterministic: bool) -> Array:
+                 deterministic: bool, positions: Optional[Array] = None) -> Array:
+        """`positions` [B, L] (packing: each segment restarts at 0) overrides the default."""
         cfg = self.config
         embed = lambda n, axes, name: Embed(n, cfg.hidden_size, axes, jnp.float32, _init,
                                             name=name)
-        if cfg.position_ids_from_padding:  # RoBERTa: pad -> pad_id, tokens -> pad_id + 1, ...
+        if positions is not None:
+            positions = positions + (cfg.pad_token_id + 1 if cfg.position_ids_from_padding else 0)
+        elif cfg.position_ids_from_padding:  # RoBERTa: pad -> pad_id, tokens -> pad_id + 1, ...
             m = mask.astype(jnp.int32)
             positions = jnp.cumsum(m, axis=-1) * m + cfg.pad_token_id
         else:
@@ -98,22 +101,42 @@ class EncoderClassifier(nn.Module):
         return attention_mask.astype(bool)
 
     def encode(self, input_tokens: Array, token_type_ids: Optional[Array] = None,
-               attention_mask: Optional[Array] = None, deterministic: bool = True) -> Array:
-        """[B, L] -> last hidden states [B, L, hidden] (HF `last_hidden_state`)."""
-        mask = self._mask(input_tokens, attention_mask)
-        x = self.embeddings(input_tokens, token_type_ids, mask, deterministic)
-        bias = padding_bias(mask)
+               attention_mask: Optional[Array] = None, deterministic: bool = True,
+               segment_ids: Optional[Array] = None, positions: Optional[Array] = None) -> Array:
+        """[B, L] -> last hidden states [B, L, hidden] (HF `last_hidden_state`).
+
+        Packed rows: `segment_ids` [B, L] (1, 2, ... per packed sequence, 0 = padding) make the
+        attention block-diagonal, and `positions` [B, L] restart at 0 in every segment, so each
+        packed sequence gets exactly the states it would get alone in its own row.
+        """
+        if segment_ids is not None:
+            if positions is None:
+                raise ValueError("packed encoder inputs need positions with segment_ids")
+            mask = segment_ids > 0
+            bias = segment_bias(segment_ids, segment_ids)
+        else:
+            mask = self._mask(input_tokens, attention_mask)
+            bias = padding_bias(mask)
+        x = self.embeddings(input_tokens, token_type_ids, mask, deterministic, positions)
         for layer in self.layers:
             x = layer(x, bias, deterministic)
         return x
 
     def __call__(self, input_tokens: Array, token_type_ids: Optional[Array] = None,
-                 attention_mask: Optional[Array] = None, deterministic: bool = True) -> Array:
-        """[B, L] -> float32 [B, 2] logits of (no, yes)."""
+                 attention_mask: Optional[Array] = None, deterministic: bool = True,
+                 segment_ids: Optional[Array] = None, positions: Optional[Array] = None,
+                 num_segments: int = 0) -> Array:
+        """[B, L] -> float32 [B, 2] logits of (no, yes); packed (`segment_ids`, `positions`,
+        static `num_segments` per row) -> [B, num_segments, 2], one per packed sequence."""
         cfg = self.config
         mask = self._mask(input_tokens, attention_mask)
-        x = self.encode(input_tokens, token_type_ids, mask, deterministic)
-        if cfg.pooling == "cls":
+        x = self.encode(input_tokens, token_type_ids, mask, deterministic, segment_ids, positions)
+        if segment_ids is not None:
+            if num_segments < 1:
+                raise ValueError("packed encoder inputs need num_segments >= 1")
+            pool = segment_first if cfg.pooling == "cls" else segment_mean
+            pooled = pool(x, segment_ids, num_segments).astype(x.dtype)
+        elif cfg.pooling == "cls":
             pooled = x[:, 0, :]
         else:
             m = mask[..., None].astype(jnp.float32)

@@ -215,6 +215,8 @@ class MultiHeadAttention(nn.Module):
     use_bias: bool = False
     scale_logits: bool = False
     fold_single_query: bool = True
+    # fold whenever q_len <= this (packed verifier rows decode one position per segment)
+    fold_max_queries: int = 1
     q_init: Initializer = nn.initializers.lecun_normal()
     kv_init: Initializer = nn.initializers.lecun_normal()
     out_init: Initializer = nn.initializers.lecun_normal()
@@ -233,7 +235,8 @@ class MultiHeadAttention(nn.Module):
         q = split(dense("query", self.q_init)(inputs_q))
         if self.scale_logits:
             q = q * jnp.asarray(1.0 / math.sqrt(self.head_dim), self.dtype)
-        fold = self.fold_single_query and inputs_q.shape[1] == 1 and not self.use_bias
+        fold = (self.fold_single_query and inputs_q.shape[1] <= max(self.fold_max_queries, 1)
+                and not self.use_bias)
         if fold:
             e = inputs_kv.shape[-1]
             kernel = lambda name: DenseKernel(joined, ("embed", "joined_kv"), self.kv_init,
@@ -265,6 +268,33 @@ class MultiHeadAttention(nn.Module):
 def padding_bias(mask: Array) -> Array:
     """[batch, k_len] bool key mask -> additive [batch, 1, 1, k_len] float32 bias."""
     return jnp.where(mask[:, None, None, :], 0.0, NEG_INF).astype(jnp.float32)
+
+
+def segment_bias(q_segments: Array, k_segments: Array) -> Array:
+    """Packing: [batch, q_len] x [batch, k_len] int segment ids (0 = padding) -> additive
+    [batch, 1, q_len, k_len] float32 bias letting a query see only keys of its own segment
+    (block-diagonal attention, t5x/seqio style). Padding keys are hidden from every query."""
+    same = (q_segments[:, :, None] == k_segments[:, None, :]) & (k_segments[:, None, :] > 0)
+    return jnp.where(same[:, None], 0.0, NEG_INF).astype(jnp.float32)
+
+
+def segment_mean(x: Array, segment_ids: Array, num_segments: int) -> Array:
+    """Packing: mean of x [batch, length, d] over each segment 1..num_segments of
+    `segment_ids` [batch, length] -> float32 [batch, num_segments, d] (0 for an empty segment).
+    A one-hot matmul, so the backward pass is a matmul too."""
+    onehot = (segment_ids[:, None, :] == jnp.arange(1, num_segments + 1)[None, :, None])
+    onehot = onehot.astype(jnp.float32)
+    total = jnp.einsum("bsl,bld->bsd", onehot, x.astype(jnp.float32))
+    return total / jnp.maximum(onehot.sum(-1, keepdims=True), 1.0)
+
+
+def segment_first(x: Array, segment_ids: Array, num_segments: int) -> Array:
+    """Packing: x at the first token of each segment 1..num_segments ([CLS] pooling) ->
+    [batch, num_segments, d] (zeros for an empty segment)."""
+    seg = jnp.arange(1, num_segments + 1)[None, :, None]
+    is_seg = segment_ids[:, None, :] == seg  # [b, s, l]
+    first = is_seg & (jnp.cumsum(is_seg, axis=-1) == 1)
+    return jnp.einsum("bsl,bld->bsd", first.astype(x.dtype), x)
 
 
 def causal_bias(length: int) -> Array:
@@ -299,6 +329,31 @@ def relative_position_buckets(q_len: int, k_len: int, bidirectional: bool, num_b
     return buckets + np.where(is_small, rel, large)
 
 
+def relative_position_buckets_dynamic(rel: Array, bidirectional: bool, num_buckets: int,
+                                      max_distance: int) -> Array:
+    """`relative_position_buckets` of traced relative distances (memory - context), int32.
+
+    Packing: positions restart in every segment, so the buckets come from the position arrays
+    at run time. Same float32 arithmetic as the static version (tests compare them).
+    """
+    rel = rel.astype(jnp.int32)
+    buckets = jnp.zeros_like(rel)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (rel > 0).astype(jnp.int32) * num_buckets
+        rel = jnp.abs(rel)
+    else:
+        rel = -jnp.minimum(rel, 0)
+    max_exact = num_buckets // 2
+    is_small = rel < max_exact
+    safe = jnp.maximum(rel, 1).astype(jnp.float32)
+    large = jnp.log(safe / np.float32(max_exact)) / np.float32(
+        math.log(max_distance / max_exact)) * np.float32(num_buckets - max_exact)
+    large = max_exact + jnp.where(is_small, 0, large).astype(jnp.int32)
+    large = jnp.minimum(large, num_buckets - 1)
+    return buckets + jnp.where(is_small, rel, large)
+
+
 class RelativePositionBias(nn.Module):
     """Learned per-head bias of T5's bucketed relative positions (one table per stack)."""
 
@@ -309,9 +364,18 @@ class RelativePositionBias(nn.Module):
     embedding_init: Initializer = nn.initializers.normal(stddev=0.1)
 
     @nn.compact
-    def __call__(self, q_len: int, k_len: int, q_offset: int = 0) -> Array:
+    def __call__(self, q_len: int, k_len: int, q_offset: int = 0,
+                 q_positions: Optional[Array] = None, k_positions: Optional[Array] = None) -> Array:
+        """[1, heads, q_len, k_len] float32; with `q_positions` [B, q_len] and `k_positions`
+        [B, k_len] (packed rows) -> [B, heads, q_len, k_len] from those positions."""
         table = logical_param(self, "rel_embedding", self.embedding_init,
                               (self.num_buckets, self.num_heads), ("relpos_buckets", "heads"))
+        if q_positions is not None:
+            rel = k_positions[:, None, :] - q_positions[:, :, None]
+            buckets = relative_position_buckets_dynamic(rel, self.bidirectional, self.num_buckets,
+                                                        self.max_distance)
+            values = jnp.take(table, buckets, axis=0)  # [b, q, k, heads]
+            return jnp.transpose(values, (0, 3, 1, 2)).astype(jnp.float32)
         buckets = relative_position_buckets(q_len, k_len, self.bidirectional, self.num_buckets,
                                             self.max_distance, q_offset)
         values = jnp.take(table, jnp.asarray(buckets), axis=0)  # [q, k, heads]

@@ -23,7 +23,8 @@ from flax import linen as nn
 
 from lever_jax.models.configs import T5Config
 from lever_jax.models.layers import (Dense, Dropout, Embed, MultiHeadAttention,
-                                     RelativePositionBias, RMSNorm, activation_fn, causal_bias, constrain, padding_bias)
+                                     RelativePositionBias, RMSNorm, activation_fn, causal_bias, constrain, padding_bias,
+                                     segment_bias)
 
 Array = jax.Array
 EMBED_AXES = ("batch", "length", "embed")
@@ -58,12 +59,19 @@ class T5MLP(nn.Module):
                      kernel_init=_inits(cfg)[1], name="wo")(h)
 
 
-def _attention(cfg: T5Config, name: str) -> MultiHeadAttention:
+# Cross-attention from at most this many decoder positions folds the key/value kernels into the
+# query side (cheaper than projecting every encoder position while q_len << heads*head_dim);
+# packed verifier rows decode one position per packed segment.
+FOLD_MAX_QUERIES = 64
+
+
+def _attention(cfg: T5Config, name: str, fold_max_queries: int = 1) -> MultiHeadAttention:
     q_init, kv_init, out_init = _inits(cfg)
     return MultiHeadAttention(num_heads=cfg.num_heads, head_dim=cfg.d_kv, out_features=cfg.d_model,
                               dtype=cfg.compute_dtype, dropout_rate=cfg.dropout_rate,
                               dropout_impl=cfg.dropout_impl,
                               fold_single_query=cfg.fold_single_query_attention,
+                              fold_max_queries=fold_max_queries,
                               q_init=q_init, kv_init=kv_init,
                               out_init=out_init, name=name)
 
@@ -97,7 +105,7 @@ class DecoderLayer(nn.Module):
         h = _attention(cfg, "self_attention")(h, h, self_biases, deterministic)
         y = y + drop(h, deterministic=deterministic)
         h = norm("pre_cross_attention_layer_norm")(y)
-        h = _attention(cfg, "encoder_decoder_attention")(h, encoded, cross_biases, deterministic)
+        h = _attention(cfg, "encoder_decoder_attention", FOLD_MAX_QUERIES)(h, encoded, cross_biases, deterministic)
         y = y + drop(h, deterministic=deterministic)
         h = T5MLP(cfg, name="mlp")(norm("pre_mlp_layer_norm")(y), deterministic)
         y = y + drop(h, deterministic=deterministic)
@@ -114,16 +122,23 @@ class T5Encoder(nn.Module):
     embedder: nn.Module
 
     @nn.compact
-    def __call__(self, tokens: Array, deterministic: bool) -> Array:
+    def __call__(self, tokens: Array, deterministic: bool, segment_ids: Optional[Array] = None,
+                 positions: Optional[Array] = None) -> Array:
+        """Packed rows: `segment_ids` / `positions` [B, L] give block-diagonal attention and
+        relative positions within each segment."""
         cfg = self.config
         drop = Dropout(cfg.dropout_rate, cfg.dropout_impl)
         x = drop(self.embedder(tokens), deterministic=deterministic)
         x = constrain(x, EMBED_AXES)
         length = tokens.shape[-1]
-        pos = RelativePositionBias(cfg.relative_attention_num_buckets,
-                                   cfg.relative_attention_max_distance, cfg.num_heads,
-                                   bidirectional=True, name="relpos_bias")(length, length)
-        biases = (pos, padding_bias(tokens > 0))
+        relpos = RelativePositionBias(cfg.relative_attention_num_buckets,
+                                      cfg.relative_attention_max_distance, cfg.num_heads,
+                                      bidirectional=True, name="relpos_bias")
+        if segment_ids is None:
+            biases = (relpos(length, length), padding_bias(tokens > 0))
+        else:
+            biases = (relpos(length, length, q_positions=positions, k_positions=positions),
+                      segment_bias(segment_ids, segment_ids))
         layer = _maybe_remat(EncoderLayer, cfg, 3)
         for i in range(cfg.num_encoder_layers):
             x = layer(cfg, name=f"layers_{i}")(x, biases, deterministic)
@@ -152,12 +167,23 @@ class T5Decoder(nn.Module):
                                           1.0, "fan_in", "truncated_normal"))
 
     def __call__(self, encoded: Array, encoder_mask: Array, decoder_input_tokens: Array,
-                 deterministic: bool) -> Array:
+                 deterministic: bool, encoder_segment_ids: Optional[Array] = None) -> Array:
+        """`encoder_segment_ids` (packed rows): decoder position s is the first decoding step
+        of packed segment s + 1 alone: it attends to itself only and, across, to the encoder
+        tokens of its segment."""
         y = self.dropout(self.embedder(decoder_input_tokens), deterministic=deterministic)
         y = constrain(y, EMBED_AXES)
         t = decoder_input_tokens.shape[-1]
-        self_biases = (self.relpos_bias(t, t), causal_bias(t))
-        cross_biases = (padding_bias(encoder_mask),)
+        if encoder_segment_ids is None:
+            self_biases = (self.relpos_bias(t, t), causal_bias(t))
+            cross_biases = (padding_bias(encoder_mask),)
+        else:
+            b = decoder_input_tokens.shape[0]
+            dec_segments = jnp.broadcast_to(jnp.arange(1, t + 1, dtype=jnp.int32), (b, t))
+            zeros = jnp.zeros((b, t), jnp.int32)  # every segment's decoder step is position 0
+            self_biases = (self.relpos_bias(t, t, q_positions=zeros, k_positions=zeros),
+                           segment_bias(dec_segments, dec_segments))
+            cross_biases = (segment_bias(dec_segments, encoder_segment_ids),)
         for layer in self.layers:
             y = layer(y, encoded, self_biases, cross_biases, deterministic)
         y = self.decoder_norm(y)
@@ -186,13 +212,15 @@ class T5Transformer(nn.Module):
         self.encoder = T5Encoder(cfg, self.token_embedder)
         self.decoder = T5Decoder(cfg, self.token_embedder)
 
-    def encode(self, encoder_input_tokens: Array, deterministic: bool = True) -> Array:
-        return self.encoder(encoder_input_tokens, deterministic)
+    def encode(self, encoder_input_tokens: Array, deterministic: bool = True,
+               segment_ids: Optional[Array] = None, positions: Optional[Array] = None) -> Array:
+        return self.encoder(encoder_input_tokens, deterministic, segment_ids, positions)
 
     def decode(self, encoded: Array, encoder_input_tokens: Array, decoder_input_tokens: Array,
-               deterministic: bool = True, token_ids: Optional[Sequence[int]] = None) -> Array:
+               deterministic: bool = True, token_ids: Optional[Sequence[int]] = None,
+               encoder_segment_ids: Optional[Array] = None) -> Array:
         hidden = self.decoder(encoded, encoder_input_tokens > 0, decoder_input_tokens,
-                              deterministic)
+                              deterministic, encoder_segment_ids)
         return self.decoder.logits(hidden, token_ids)
 
     def __call__(self, encoder_input_tokens: Array, decoder_input_tokens: Array,
@@ -215,3 +243,16 @@ class T5Transformer(nn.Module):
         logits = self.decode(encoded, encoder_input_tokens, start, deterministic,
                              token_ids=(cfg.no_token_id, cfg.yes_token_id))
         return logits[:, 0, :]
+
+    def packed_verifier_logits(self, encoder_input_tokens: Array, segment_ids: Array,
+                               positions: Array, num_segments: int,
+                               deterministic: bool = True) -> Array:
+        """Packed rows [B, L] (lever_jax.inputs.packing) -> float32 [B, num_segments, 2]:
+        `verifier_logits` of every packed segment, with one decoder position per segment."""
+        cfg = self.config
+        encoded = self.encode(encoder_input_tokens, deterministic, segment_ids, positions)
+        start = jnp.full((encoder_input_tokens.shape[0], num_segments),
+                         cfg.decoder_start_token_id, jnp.int32)
+        return self.decode(encoded, encoder_input_tokens, start, deterministic,
+                           token_ids=(cfg.no_token_id, cfg.yes_token_id),
+                           encoder_segment_ids=segment_ids)

@@ -123,6 +123,35 @@ class BaseVerifier:
         logits = self._logits(nn.unbox(params), flat, batch, rngs, deterministic)
         return logits.reshape(p, k, 2)
 
+    def _packed_logits(self, params: Params, batch: Batch, num_segments: int,
+                       rngs: Optional[dict], deterministic: bool) -> Array:
+        raise NotImplementedError
+
+    def packed_verifier_logits(self, params: Params, batch: Batch, num_segments: int,
+                               dropout_rng: Optional[Array] = None) -> Array:
+        """Packed batch -> float32 (no, yes) logits [P, K, 2] in LEVER's per-problem layout.
+
+        Packed keys (lever_jax.inputs.packing.packed_batch): 'packed_tokens', 'segment_ids',
+        'positions' [R, L]; 'sequence_row', 'sequence_segment', 'sequence_slot' [N] (slot: flat
+        index p * K + k; slot P * K = a padding sequence, dropped); 'candidate_mask' [P, K].
+        Slots no sequence fills get logits 0 (they are masked out of the loss anyway).
+        """
+        deterministic = dropout_rng is None
+        rngs = None if deterministic else {"dropout": dropout_rng}
+        per_segment = self._packed_logits(nn.unbox(params), batch, num_segments, rngs,
+                                          deterministic)  # [R, S, 2]
+        seq = per_segment[batch["sequence_row"], batch["sequence_segment"] - 1]  # [N, 2]
+        p, k = batch["candidate_mask"].shape
+        flat = jnp.zeros((p * k, 2), jnp.float32).at[batch["sequence_slot"]].set(seq, mode="drop")
+        return flat.reshape(p, k, 2)
+
+    def packed_loss_fn(self, params: Params, batch: Batch, dropout_rng: Optional[Array],
+                       num_segments: int) -> tuple[Array, dict[str, Array]]:
+        """`loss_fn` on a packed batch: the same LEVER loss (per-problem mean, then mean over
+        problems); tests/test_packing.py checks loss and gradients against the unpacked step."""
+        logits = self.packed_verifier_logits(params, batch, num_segments, dropout_rng)
+        return verifier_loss(logits, batch["labels"], batch["candidate_mask"], self.loss_config)
+
     def score_batch(self, params: Params, batch: Batch) -> Array:
         """log P(yes) [P, K] float32 (2-way log-softmax; padding candidates get a value too)."""
         logits = self.verifier_logits(params, batch)
@@ -172,6 +201,12 @@ class EncoderDecoderVerifier(BaseVerifier):
         return self.module.apply({"params": params}, tokens, deterministic, rngs=rngs,
                                  method=T5Transformer.verifier_logits)
 
+    def _packed_logits(self, params: Params, batch: Batch, num_segments: int,
+                       rngs: Optional[dict], deterministic: bool) -> Array:
+        return self.module.apply({"params": params}, batch["packed_tokens"], batch["segment_ids"],
+                                 batch["positions"], num_segments, deterministic, rngs=rngs,
+                                 method=T5Transformer.packed_verifier_logits)
+
 
 class EncoderClassifierVerifier(BaseVerifier):
     """BERT/RoBERTa/MiniLM verifier: pooled encoder states -> Dense 2-way head.
@@ -207,3 +242,9 @@ class EncoderClassifierVerifier(BaseVerifier):
         flat = lambda key: None if batch.get(key) is None else batch[key].reshape(tokens.shape)
         return self.module.apply({"params": params}, tokens, flat("token_type_ids"),
                                  flat("attention_mask"), deterministic, rngs=rngs)
+
+    def _packed_logits(self, params: Params, batch: Batch, num_segments: int,
+                       rngs: Optional[dict], deterministic: bool) -> Array:
+        return self.module.apply({"params": params}, batch["packed_tokens"], None, None,
+                                 deterministic, batch["segment_ids"], batch["positions"],
+                                 num_segments, rngs=rngs)

@@ -39,13 +39,15 @@ from lever_jax.data.folds import assign_folds, fold_rows
 from lever_jax.data.jsonl import read_problems, write_json, write_problems
 from lever_jax.data.schema import Problem
 from lever_jax.pipeline.encoder_features import FeatureConfig, pool_features
+from lever_jax.pipeline.finetune import FinetuneConfig
 from lever_jax.pipeline.head import HeadConfig, HeadTrainer
 
 gin.external_configurable(FeatureConfig, module="lever_jax.pipeline.encoder_features")
 gin.external_configurable(HeadConfig, module="lever_jax.pipeline.head")
+gin.external_configurable(FinetuneConfig, module="lever_jax.pipeline.finetune")
 
 ABLATIONS = ("none", "no_exec", "no_program", "no_gen_prob", "no_agg")
-VERIFIERS = ("head", "trained")
+VERIFIERS = ("head", "trained", "finetune")
 POOLS: dict[str, dict[str, Any]] = {
     # GSM8k code-davinci-002 pool: executed here (LEVER's final-locals result text).
     "gsm8k_code002": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "code002.samples.jsonl.gz")},
@@ -79,7 +81,8 @@ class RunConfig:
     fold_seed: int = 0
     dev_fraction: float = 0.1  # of each fold's training problems, for checkpoint selection
     ablation: str = "none"
-    verifier: str = "head"  # 'head': frozen features + small head; 'trained': lever_jax.pipeline.fold_training (gin train.*)
+    verifier: str = "head"  # 'head': frozen features + small head; 'trained': lever_jax.pipeline.fold_training (gin train.*);
+    # 'finetune': top MiniLM layers fine-tuned on cached lower layers (lever_jax.pipeline.finetune; run.finetune)
     execute: bool = True  # False: use the bundled executed file (recorded results)
     execution_workers: Optional[int] = None
     execution_timeout_s: float = 10.0
@@ -260,7 +263,8 @@ def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> di
 
 @gin.configurable
 def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: FeatureConfig = gin.REQUIRED,
-        head: HeadConfig = gin.REQUIRED, command: str = "", gin_text: str = "") -> dict[str, Any]:
+        head: HeadConfig = gin.REQUIRED, command: str = "", gin_text: str = "",
+        finetune: FinetuneConfig = FinetuneConfig()) -> dict[str, Any]:
     """Run the whole pipeline into ``out_dir``; returns metrics.json's content."""
     t_start = time.time()
     cfg = config
@@ -270,13 +274,17 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         raise ValueError(f"RunConfig.verifier must be one of {VERIFIERS}, got {cfg.verifier!r}")
     if cfg.ablation == "no_exec":
         head = dataclasses.replace(head, use_result=False)
+        finetune = dataclasses.replace(finetune, use_result=False)
     elif cfg.ablation == "no_program":
         head = dataclasses.replace(head, use_program=False)
+        finetune = dataclasses.replace(finetune, use_program=False)
     use_gen_prob = cfg.ablation != "no_gen_prob"
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings = {"run": dataclasses.asdict(cfg), "features": dataclasses.asdict(features),
                 "head": dataclasses.asdict(head)}
+    if cfg.verifier == "finetune":
+        settings["finetune"] = dataclasses.asdict(finetune)
     write_json(out / "run_config.json", settings)
     timings: dict[str, float] = {}
 
@@ -293,6 +301,10 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
 
     if cfg.verifier == "head":
         ver = _head_verifier(cfg, features, head, problems, arrays, folds, settings, out, timings)
+    elif cfg.verifier == "finetune":
+        from lever_jax.pipeline.finetune import finetune_verifier
+
+        ver = finetune_verifier(cfg, finetune, problems, arrays, folds, out, timings, train_fold)
     else:
         ver = _trained_verifier(cfg, problems, arrays, folds, out, timings)
 

@@ -1,0 +1,177 @@
+"""`bench_train.py --real_lengths`: verifier training on the real input lengths of the GSM8k pool.
+
+Same model, same examples, same optimizer on both sides, in one process, timed steps alternating:
+P problems x K candidates per step, drawn (seeded) from the bundled GSM8k code-davinci-002 pool and
+serialized as LEVER's verifier input (``question | program | result``, comments kept, cut to 512
+tokens). HF PyTorch is fed the way LEVER feeds it: the step's candidates padded to the longest in
+the batch. Ours packs the same candidates into rows of `--row_len` tokens (lever_jax.inputs.packing:
+segment ids, block-diagonal attention, per-segment pooling / one decoder position per segment) and
+takes LEVER's loss on the unpacked [P, K] logits (models.verifier.packed_loss_fn).
+Models: T5 v1.1-small (random init, bundled SentencePiece ids) and the MiniLM encoder classifier
+(all-MiniLM-L6-v2 size, mean pooling; HF BertModel + mean pooling + Linear).
+Reports candidates/s (total candidates / total wall of the timed steps) and the ratio.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+import numpy as np
+
+NO_ID, YES_ID = 150, 4273
+
+
+def real_batches(model: str, steps: int, problems: int, candidates: int, max_len: int, seed: int = 0):
+    """[(tokens [P, K, L_batch] padded to the batch's longest, labels [P, K])] of real candidates."""
+    from lever_jax.data.bundled import bundled_path
+    from lever_jax.data.jsonl import read_problems
+    from lever_jax.inputs.serialize import serialize_gsm8k
+    from lever_jax.inputs.tokenizers import get_vocabulary
+
+    pool = list(read_problems(bundled_path("gsm8k_pool", "code002.executed.jsonl.gz"), require_execution=True))
+    tok = get_vocabulary("minilm" if model == "minilm" else "spm")
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        picked = rng.choice(len(pool), problems, replace=False)
+        seqs, labels = [], np.zeros((problems, candidates), np.int32)
+        for i, b in enumerate(picked):
+            cands = pool[b].candidates
+            for j, n in enumerate(rng.choice(len(cands), candidates, replace=len(cands) < candidates)):
+                ids = tok.encode(serialize_gsm8k(pool[b], cands[n]))
+                ids = ([tok.bos_id, *ids[:max_len - 2], tok.eos_id] if model == "minilm"
+                       else [*ids[:max_len - 1], tok.eos_id])
+                seqs.append(ids)
+                labels[i, j] = int(bool(cands[n].execution.correct))
+        width = max(len(s) for s in seqs)
+        tokens = np.zeros((problems * candidates, width), np.int32)
+        for r, s in enumerate(seqs):
+            tokens[r, :len(s)] = s
+        out.append((tokens.reshape(problems, candidates, width), labels))
+    return out
+
+
+def jax_side(model: str, batches, row_len: int) -> Callable[[int], None]:
+    import jax
+    import optax
+
+    from lever_jax.inputs.packing import packed_batch
+    from lever_jax.models.configs import encoder_config, t5_config
+    from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
+    from flax import linen as nn
+
+    if model == "minilm":
+        verifier = EncoderClassifierVerifier(encoder_config("minilm", dropout_rate=0.1))
+        key = "input_tokens"
+    else:
+        verifier = EncoderDecoderVerifier(t5_config("small", dropout_rate=0.1))
+        key = "encoder_input_tokens"
+    params = nn.unbox(verifier.get_initial_variables(jax.random.PRNGKey(0), {key: (1, 1, 8)}))["params"]
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=0.1))
+    packed = [packed_batch(t, np.ones(y.shape, bool), row_len) for t, y in batches]
+    rows = max(p["packed_tokens"].shape[0] for p, _ in packed)
+    segs = max(s for _, s in packed)
+    n = max(len(p["sequence_slot"]) for p, _ in packed)
+    host = []  # fixed shapes: one compilation
+    for (t, y) in batches:
+        b, _ = packed_batch(t, np.ones(y.shape, bool), row_len, num_rows=rows, num_segments=segs,
+                            num_sequences=n)
+        host.append({**b, "labels": y, "candidate_mask": np.ones(y.shape, bool)})
+    fills = [float((b["segment_ids"] > 0).mean()) for b in host]
+
+    @jax.jit
+    def step(state, batch, rng):
+        p, opt = state
+        grads = jax.grad(lambda q: verifier.packed_loss_fn(q, batch, rng, segs)[0])(p)
+        updates, opt = tx.update(grads, opt, p)
+        return optax.apply_updates(p, updates), opt
+
+    holder = {"state": (params, tx.init(params))}
+
+    def run(i: int) -> None:
+        holder["state"] = step(holder["state"], host[i], jax.random.PRNGKey(i))
+        jax.block_until_ready(holder["state"][0])
+
+    run.meta = {"rows": rows, "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
+    return run
+
+
+def torch_side(model: str, batches, threads: int) -> Callable[[int], None]:
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    torch.set_num_threads(threads or os.cpu_count() or 1)
+    if model == "minilm":
+        cfg = transformers.BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                                      intermediate_size=1536, hidden_dropout_prob=0.1,
+                                      attention_probs_dropout_prob=0.1)
+        net = transformers.BertModel(cfg, add_pooling_layer=False)
+        head = torch.nn.Linear(384, 2)
+        modules = torch.nn.ModuleList([net, head])
+
+        def logits(ids, attn):
+            h = net(input_ids=ids, attention_mask=attn).last_hidden_state
+            m = attn[..., None].float()
+            return head((h * m).sum(1) / m.sum(1).clamp(min=1e-9))
+    else:
+        cfg = transformers.T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=1024, num_layers=8,
+                                    num_decoder_layers=8, num_heads=6, feed_forward_proj="gated-gelu",
+                                    dropout_rate=0.1, decoder_start_token_id=0, pad_token_id=0)
+        net = transformers.T5ForConditionalGeneration(cfg)
+        net.lm_head.weight = torch.nn.Parameter(net.shared.weight.detach().clone())  # untied (v1.1)
+        modules = net
+
+        def logits(ids, attn):
+            dec = torch.zeros((ids.shape[0], 1), dtype=torch.long)
+            return net(input_ids=ids, attention_mask=attn, decoder_input_ids=dec).logits[:, 0, [NO_ID, YES_ID]]
+
+    opt = torch.optim.AdamW(modules.parameters(), lr=1e-4, weight_decay=0.1)
+    host = []
+    for t, y in batches:
+        p, k, length = t.shape
+        ids = torch.as_tensor(t.reshape(p * k, length), dtype=torch.long)
+        host.append((ids, (ids != 0).long(), torch.as_tensor(y.reshape(-1), dtype=torch.long), p, k))
+
+    def run(i: int) -> None:
+        ids, attn, y, p, k = host[i]
+        modules.train()
+        opt.zero_grad(set_to_none=True)
+        ce = torch.nn.functional.cross_entropy(logits(ids, attn).float(), y, reduction="none").view(p, k)
+        ce.mean(dim=1).mean().backward()  # LEVER: per-problem mean, then mean over problems
+        torch.nn.utils.clip_grad_norm_(modules.parameters(), 1.0)
+        opt.step()
+
+    run.meta = {"torch_version": torch.__version__, "transformers_version": transformers.__version__,
+                "torch_threads": torch.get_num_threads()}
+    return run
+
+
+def bench_real(args) -> dict:
+    """One model on real lengths; returns a result dict (printed by bench_train.main)."""
+    batches = real_batches(args.model, args.warmup + args.steps, args.problems, args.candidates, args.length)
+    widths = [t.shape[-1] for t, _ in batches]
+    real = [int((t > 0).sum()) for t, _ in batches]
+    sides = {"jax": jax_side(args.model, batches, args.row_len), "torch": torch_side(args.model, batches, args.torch_threads)}
+    res: dict = {"model": args.model, "load_avg_start": os.getloadavg(),
+                 "candidates_per_step": args.problems * args.candidates,
+                 "hf_padded_width_mean": float(np.mean(widths)),
+                 "real_tokens_fraction_hf": float(np.sum(real) / np.sum([t.size for t, _ in batches]))}
+    for name, fn in sides.items():
+        t0 = time.perf_counter()
+        for i in range(args.warmup):
+            fn(i)
+        res[f"{name}_warmup_s"] = time.perf_counter() - t0
+    wall = {k: 0.0 for k in sides}
+    for i in range(args.warmup, args.warmup + args.steps):
+        for name, fn in sides.items():
+            t0 = time.perf_counter()
+            fn(i)
+            wall[name] += time.perf_counter() - t0
+    cands = args.steps * args.problems * args.candidates
+    for name, fn in sides.items():
+        res[name] = {**fn.meta, "wall_s": wall[name], "candidates_per_s": cands / wall[name]}
+    res["ratio_train"] = res["jax"]["candidates_per_s"] / res["torch"]["candidates_per_s"]
+    res["load_avg_end"] = os.getloadavg()
+    return res
