@@ -5,8 +5,9 @@ Reads the released LLM outputs on the GSM8k *test* set (one program per problem 
   <src>/pot_codex_outputs/gsm8K_s0_e-1_11_17_10_20.jsonl.gz       (PoT few-shot, Codex, greedy)
   <src>/pot_codex_outputs/gsm8K_zs_s0_e-1_11_19_09_55.jsonl.gz    (PoT zero-shot, Codex)
 and writes, under lever_jax/data/bundled/gsm8k_pool/:
-  code002.samples.jsonl.gz / code002.executed.jsonl.gz        (code-davinci-002: 12 settings + 2 PoT)
-  other_llms.samples.jsonl.gz / other_llms.executed.jsonl.gz  (code001, text002/003, gpt-3.5, gpt-4)
+  code002.samples.jsonl.gz / code002.recorded.jsonl.gz        (code-davinci-002: 12 settings + 2 PoT;
+  code002.executed.jsonl.gz is then written by `lever-jax execute`, see the data card)
+  other_llms.samples.jsonl.gz / other_llms.recorded.jsonl.gz  (code001, text002/003, gpt-3.5, gpt-4)
   DATA_CARD.md (statistics computed here) and the licence files.
 
 One record per test problem; identical programs (exact text after stripping) are merged with
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {}
     for name, per_source in (("code002", code002), ("other_llms", other)):
         pool = build_pool(base, per_source)
-        jsonl.write_problems(args.out / f"{name}.executed.jsonl.gz", pool)
+        jsonl.write_problems(args.out / f"{name}.recorded.jsonl.gz", pool)  # .executed: `lever-jax execute`
         jsonl.write_problems(args.out / f"{name}.samples.jsonl.gz", strip_execution(pool))
         report[name] = pool_stats(base, per_source)
     for lic, dest in (("faithful_cot_predictions/LICENSE", "LICENSE.Faithful-COT-MIT"),
@@ -331,8 +332,9 @@ in `stats.json`).
 | file | content |
 |---|---|
 | `code002.samples.jsonl.gz` | default pool, samples file (no execution) — what `lever-jax execute` re-runs |
-| `code002.executed.jsonl.gz` | default pool with `execution` filled from the **recorded** answers |
-| `other_llms.samples.jsonl.gz` / `other_llms.executed.jsonl.gz` | the transfer pool (other LLMs), same layout |
+| `code002.executed.jsonl.gz` | default pool **executed by `lever-jax execute`** (the inference-format result text the training tasks read) |
+| `code002.recorded.jsonl.gz` | the same pool with `execution` pre-filled from the **recorded** answers |
+| `other_llms.samples.jsonl.gz` / `.executed.jsonl.gz` / `.recorded.jsonl.gz` | the transfer pool (other LLMs), same layout |
 | `stats.json` | the statistics below, machine-readable |
 
 Layout: docs/data_format.md. One record per GSM8k test problem (`gsm8k-test-0000` ... `gsm8k-test-1318`,

@@ -3,7 +3,7 @@
     lever-jax execute --dataset gsm8k \\
         --input lever_jax/data/bundled/gsm8k_pool/code002.samples.jsonl.gz --output /tmp/code002.executed.jsonl.gz
     python scripts/reexecute_gsm8k_pool.py --executed /tmp/code002.executed.jsonl.gz \\
-        --recorded lever_jax/data/bundled/gsm8k_pool/code002.executed.jsonl.gz [--show 10]
+        --recorded lever_jax/data/bundled/gsm8k_pool/code002.recorded.jsonl.gz [--show 10]
 
 A recorded answer is *confirmed* when the re-execution gives a number within 1e-4 of it, or when
 both are non-numeric/errors. Prints the counts (overall and per source) and some disagreements.
