@@ -264,3 +264,17 @@ def test_spider_schema_option_from_gin(tmp_path):
         assert "| singer_in_concert: concert_ID, Singer_ID|-- question: How many singers" in with_schema[0]["inputs"]
     finally:
         gin.clear_config()
+
+
+def test_bundled_pool_tasks_train_on_the_inference_format():
+    """The GSM8k pool tasks read `lever-jax execute`'s result text (LEVER's final-locals dict),
+    never the recorded-answer placeholders (`answer = 18.0`)."""
+    import itertools
+
+    from lever_jax.inputs.examples import find_spec, iter_spec_problems
+
+    spec = find_spec("lever_verify_gsm8k_pool_fold0_train")
+    assert spec.path.name == "code002.executed.jsonl.gz"
+    ok = [c.execution for p in itertools.islice(iter_spec_problems(spec), 20) for c in p.candidates
+          if c.execution.status == "ok"]
+    assert ok and all(e.result_text.startswith("{") and not (e.details or {}).get("recorded") for e in ok)
