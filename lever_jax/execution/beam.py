@@ -33,6 +33,7 @@ from lever_jax.data import paths
 from lever_jax.data.jsonl import DataFileError, atomic_writer, read_problems
 from lever_jax.data.schema import problem_from_dict, problem_to_dict
 from lever_jax.execution.base import Limits
+from lever_jax.execution.runner import RunStats
 
 NAMESPACE = "lever_jax"
 DEFAULT_OPTIONS = ("--runner=DirectRunner", "--direct_running_mode=multi_processing",
@@ -53,18 +54,10 @@ def _beam() -> Any:
 
 
 @dataclasses.dataclass
-class BeamStats:
-    problems: int = 0
-    candidates: int = 0
-    executed: int = 0
-    cached: int = 0
-    deduplicated: int = 0
-    seconds: float = 0.0
-    statuses: dict[str, int] = dataclasses.field(default_factory=dict)
+class BeamStats(RunStats):
+    """The local runner's counters, plus the number of problems."""
 
-    @property
-    def programs_per_s(self) -> float:
-        return self.executed / self.seconds if self.seconds > 0 else 0.0
+    problems: int = 0
 
 
 def _execute_problems_fn() -> type:

@@ -314,6 +314,7 @@ class WikiTQExecutor(_SqlExecutor):
     ``details.correct_official`` so that tables can report both."""
 
     dataset = "wikitq"
+    version_prefix = "wikitq-sql-2"  # the executor version is "<prefix>-<checker>"
 
     def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):
@@ -321,7 +322,7 @@ class WikiTQExecutor(_SqlExecutor):
         if checker not in wikitq_match.CHECKERS:
             raise ValueError(f"checker must be one of {', '.join(wikitq_match.CHECKERS)}, got {checker!r}")
         self.checker = checker
-        self.version = f"wikitq-sql-2-{checker}"
+        self.version = f"{self.version_prefix}-{checker}"
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.datasets.wikitq import MAIN_TABLE, SQUALL_TABLE, ensure_wikitq_db, lever_columns

@@ -28,7 +28,7 @@ from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import binder_sql, wikitq_match
 from lever_jax.execution.base import SandboxResult, Task
 from lever_jax.execution.canonical import canonical_key, unique_error_key
-from lever_jax.execution.sql import (DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryTimeout, _SqlExecutor, _error_execution,
+from lever_jax.execution.sql import (DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryTimeout, WikiTQExecutor, _error_execution,
                                      _json_cell, _short, connect_readonly, execute_query, guard)
 from lever_jax.execution.table_render import render_table
 
@@ -104,19 +104,11 @@ def run_binder_task(payload: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class WikiTQBinderExecutor(_SqlExecutor):
+class WikiTQBinderExecutor(WikiTQExecutor):
     """``wikitq_binder``: Binder programs on ``<db root>/wikitq_binder/<table_id>.db``."""
 
     dataset = "wikitq_binder"
-    version = "wikitq-binder-sql-2"
-
-    def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):
-        super().__init__(db_root, timeout_s, max_rows)
-        if checker not in wikitq_match.CHECKERS:
-            raise ValueError(f"checker must be one of {', '.join(wikitq_match.CHECKERS)}, got {checker!r}")
-        self.checker = checker
-        self.version = f"{type(self).version}-{checker}"
+    version_prefix = "wikitq-binder-sql-2"  # checker handling: WikiTQExecutor.__init__
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.datasets.wikitq_binder import ensure_binder_db
