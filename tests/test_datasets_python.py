@@ -130,9 +130,11 @@ def test_bundle_folders_have_licence_and_card(folder: str) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _pool(name: str, kind: str = "executed") -> tuple:
+def _pool(name: str, kind: str = "recorded") -> tuple:
+    """A bundled GSM8k pool: 'recorded' (pre-filled answers, what the data card's statistics
+    describe), 'executed' (`lever-jax execute`'s output) or 'samples'."""
     return tuple(jsonl.read_problems(bundled_path("gsm8k_pool", f"{name}.{kind}.jsonl.gz"),
-                                     require_execution=kind == "executed"))
+                                     require_execution=kind != "samples"))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 
 from tests.test_train_cli import REPO, TIMING_KEYS, cli_command, gin_args, jax_cache, read_jsonl, run_env  # noqa: F401
 
-EXTRA = ["build_model.dropout_rate = 0.1"]  # dropout on: per-device RNG must match too
+EXTRA = ["DROPOUT_RATE = 0.1"]  # dropout on: per-device RNG must match too
 
 
 def _strip(records: list[dict]) -> list[dict]:

@@ -12,7 +12,7 @@ import pytest
 from tests.test_train_cli import REPO, TIMING_KEYS, cli_command, gin_args, jax_cache, read_jsonl, run_env  # noqa: F401
 
 # A checkpoint period longer than the run: any checkpoint before the end is the preemption's.
-EXTRA = ["build_model.dropout_rate = 0.1", "CHECKPOINT_PERIOD = 1000", "EVAL_PERIOD = 12"]
+EXTRA = ["DROPOUT_RATE = 0.1", "CHECKPOINT_PERIOD = 1000", "EVAL_PERIOD = 12"]
 
 
 def _strip(records: list[dict]) -> list[dict]:

@@ -90,7 +90,8 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
     metrics = json.loads((model_dir / "eval" / f"{task}.metrics.json").read_text())
     assert len(scores["problems"]) == 6
     problem = scores["problems"][0]
-    assert set(problem["choices"]) >= {"lever_no_agg", "lever", "lever_voting", "majority_vote", "ml_ep"}
+    # the pool has no generation log-probs: no ml_ep / max_gen_prob; execution status is known
+    assert set(problem["choices"]) >= {"lever_no_agg", "lever", "lever_voting", "majority_vote", "voting_error_free"}
     cand = problem["candidates"][0]
     assert set(cand) >= {"candidate_index", "gen_logprob", "verifier_logprob", "group", "score", "correct"}
     for key in ("binary_acc", "rerank_acc", "summing_agg_rerank_acc", "voting_agg_rerank_acc",

@@ -26,9 +26,16 @@ def check_positive(flag: str, value: float | int | None, allow_none: bool = True
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty: bool = False) -> None:
-    """UserError unless ``path`` is a readable, non-empty file (a ``.gz`` must hold some bytes)."""
-    p = Path(path)
+    """UserError unless ``path`` is a readable, non-empty file (a ``.gz`` must hold some bytes).
+    Remote paths (``gs://...``, lever_jax.data.paths) are checked for existence only."""
     where = f"{flag} {path}"
+    from lever_jax.data import paths
+
+    if paths.is_remote(path):
+        if not paths.exists(path):
+            raise user_error("no such file", where=where)
+        return
+    p = Path(path)
     if not p.exists():
         raise user_error("no such file", where=where)
     if p.is_dir():

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from lever_jax.data.arrays import problems_to_arrays
+from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import DataFileError, read_problems, write_json
 from lever_jax.rerank import report
 from lever_jax.rerank.scores_file import read_verifier_scores
@@ -64,13 +65,8 @@ def _load(args: argparse.Namespace):
 
 def main(args: argparse.Namespace) -> int:
     if args.bootstrap < 1:
-        print(f"error: --bootstrap must be >= 1 (resamples for the CI), got {args.bootstrap}", file=sys.stderr)
-        return 2
-    try:
-        problems, arrays, verifier = _load(args)
-    except DataFileError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        raise UserError(f"--bootstrap must be >= 1 (resamples for the CI), got {args.bootstrap}")
+    problems, arrays, verifier = _load(args)  # DataFileError (a UserError): the dispatcher prints one line, exit 2
     table = report.method_table(
         arrays, verifier, n_resamples=args.bootstrap, normalize_gen=args.normalize_gen,
         use_gen_prob=not args.no_gen_prob,

@@ -53,7 +53,6 @@ METHODS: dict[str, str] = {
     "lever_no_agg": "LEVER without aggregation",
     "lever": "LEVER (summing)",
     "lever_voting": "LEVER (voting)",
-    "lever_count_fallback": "LEVER (summing), count-based P_LM (ablation)",
     "oracle": "oracle (any correct)",
 }
 
@@ -204,13 +203,17 @@ def accuracy_curves(
     return out
 
 
+# Rows other modules add beside the table (lever_jax.rerank.pool_rows), labelled the same way.
+EXTRA_LABELS: dict[str, str] = {"lever_count_fallback": "LEVER (summing), count-based P_LM (ablation)"}
+
+
 def format_table(table: Mapping[str, MethodResult], title: str = "") -> str:
     """Markdown table: method | key | accuracy | 95% CI (a method over fewer problems says so)."""
     total = max((r.num_problems for r in table.values()), default=0)
     lines = [f"### {title}", ""] if title else []
     lines += ["| method | key | accuracy (%) | 95% CI |", "|---|---|---:|---:|"]
     for name, r in table.items():
-        label = METHODS.get(name, name)
+        label = METHODS.get(name) or EXTRA_LABELS.get(name, name)
         if r.num_problems != total:
             label += f" ({r.num_problems} of {total} problems)"
         lines.append(f"| {label} | `{name}` | {100 * r.ci.mean:.1f} | [{100 * r.ci.low:.1f}, {100 * r.ci.high:.1f}] |")
