@@ -20,8 +20,9 @@ $(INSTALLED):
 
 $(TEST_INSTALLED): $(INSTALLED)
 	# HF parity tests: CPU torch + transformers (optional extra `parity`); Beam execution and
-	# gs:// paths against a local GCS emulator (extras `beam`, `cloud-test`).
-	$(PIP) install -q -c constraints.txt -e '.[all,parity,beam,cloud-test]'
+	# gs:// paths against a local GCS emulator (extras `beam`, `cloud-test`); the WikiTQ Binder table
+	# builder's Recognizers-Text normalisation (extra `wikitq-build`).
+	$(PIP) install -q -c constraints.txt -e '.[all,parity,beam,cloud-test,wikitq-build]'
 	touch $@
 
 install: $(INSTALLED)
