@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lever_jax.data.bundled import bundled_path  # noqa: E402
 from lever_jax.data.jsonl import iter_json_lines, read_problems  # noqa: E402
-from lever_jax.execution.canonical import canonical_key  # noqa: E402
+from lever_jax.data.result_keys import canonical_key  # noqa: E402
 
 ERROR = "<error>"
 

@@ -4,7 +4,7 @@
 
 Reads the bundled ``humaneval_pool/codegen16b.executed.jsonl.gz`` (executed against the hidden
 tests: its verdicts are reused), runs every distinct program on the visible calls
-(lever_jax/data/humaneval_inputs.py) and writes ``codegen16b_<source>.executed.jsonl.gz`` next to
+(lever_jax/execution/humaneval_inputs.py) and writes ``codegen16b_<source>.executed.jsonl.gz`` next to
 it, then prints the candidates' statistics under both groupings.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import time
 
 from lever_jax.data.bundled import bundled_path
-from lever_jax.data.humaneval_inputs import execute_like_for_like, visible_asserts
+from lever_jax.execution.humaneval_inputs import execute_like_for_like, visible_asserts
 from lever_jax.data.jsonl import read_problems, write_problems
 from lever_jax.execution.base import Limits
 from lever_jax.execution.cache import ExecutionCache

@@ -10,7 +10,7 @@ import pytest
 from lever_jax.data.datasets import spider, wikitq
 from lever_jax.data.spider_db import SpiderBuildError, build_database, prepare_spider, spider_db_path, translate_ddl
 from lever_jax.execution.sql import run_sql_task
-from lever_jax.execution.table_render import dataframe_to_string, render_table
+from lever_jax.data.table_render import dataframe_to_string, render_table
 from tests.fixtures.sql.tiny import build_tiny_spider
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sql"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.base import Limits
-from lever_jax.execution.canonical import canonical_key, is_error_key, unique_error_key
+from lever_jax.data.result_keys import canonical_key, is_error_key, unique_error_key
 from lever_jax.execution.python_tests import humaneval_tests, split_assert
 from lever_jax.execution.registry import get_executor
 from lever_jax.execution.runner import RunStats, execute_problems
@@ -65,7 +65,7 @@ def test_canonical_float_grid(x):
 
 def test_canonical_key_is_deterministic_across_processes():
     value = "{'a', 'b', 'c', ('d', 1.25)}"
-    code = f"from lever_jax.execution.canonical import canonical_key; print(canonical_key({value}))"
+    code = f"from lever_jax.data.result_keys import canonical_key; print(canonical_key({value}))"
     outs = set()
     for seed in ("1", "2", "3"):
         env = dict(os.environ, PYTHONHASHSEED=seed)

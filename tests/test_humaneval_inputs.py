@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lever_jax.data.humaneval_inputs import (codet_calls, docstring_calls, execute_like_for_like, visible_asserts)
+from lever_jax.execution.humaneval_inputs import (codet_calls, docstring_calls, execute_like_for_like, visible_asserts)
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.base import Limits
 from lever_jax.execution.cache import ExecutionCache

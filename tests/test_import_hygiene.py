@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_scoring_baselines_metrics_import_no_heavy_frameworks():
@@ -17,3 +18,38 @@ def test_scoring_baselines_metrics_import_no_heavy_frameworks():
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout.strip().splitlines()[-1])
     assert loaded == [], f"ground-floor modules pulled in: {loaded}"
+
+
+# Data flows one way: data -> execution -> inputs -> models / training -> rerank; pipeline composes
+# them; seqio and cli sit on top. A subpackage may import only from the ones listed for it.
+ALLOWED_IMPORTS = {
+    "data": set(),
+    "execution": {"data"},
+    "inputs": {"data", "execution"},
+    "models": {"data"},
+    "rerank": {"data"},
+    "training": {"data", "inputs", "models", "rerank"},
+    "pipeline": {"data", "execution", "inputs", "models", "rerank", "training"},
+    "seqio": {"data", "inputs", "rerank"},
+    "cli": {"data", "execution", "inputs", "models", "rerank", "training", "pipeline", "seqio"},
+}
+
+
+def test_subpackages_import_only_downstream():
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "lever_jax"
+    bad = []
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).parts
+        if len(rel) < 2 or rel[0] not in ALLOWED_IMPORTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "lever_jax" and len(parts) > 1 and parts[1] != rel[0] \
+                        and parts[1] not in ALLOWED_IMPORTS[rel[0]]:
+                    bad.append(f"{path.relative_to(root)} imports {name}")
+    assert not bad, bad

@@ -12,7 +12,7 @@ import pytest
 
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.base import SandboxResult
-from lever_jax.execution.canonical import canonical_key, is_error_key
+from lever_jax.data.result_keys import canonical_key, is_error_key
 from lever_jax.execution.sql import TASK_FUNCTION, SpiderExecutor, WikiTQExecutor, run_sql_task
 from tests.fixtures.sql.tiny import TINY_WIKITQ_COLUMNS, build_tiny_spider, build_tiny_wikitq
 

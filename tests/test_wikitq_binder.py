@@ -11,7 +11,7 @@ from lever_jax.data.datasets import wikitq_binder as pool
 from lever_jax.data.jsonl import iter_json_lines
 from lever_jax.data.bundled import bundled_path
 from lever_jax.execution import binder_sql
-from lever_jax.execution.canonical import canonical_key
+from lever_jax.data.result_keys import canonical_key
 from lever_jax.execution.wikitq_binder import run_binder_task
 from lever_jax.execution.wikitq_match import denotation_match, relaxed_match, wtq_answer_eq as lever_answer_eq
 

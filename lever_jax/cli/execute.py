@@ -6,7 +6,7 @@
 
 HumanEval: the verifier input and the grouping come from the docstring's examples (default; CodeT's
 generated tests where a prompt has none) or CodeT's tests, correctness from the hidden tests
-(lever_jax/data/humaneval_inputs.py); ``hidden`` feeds the hidden tests' calls to the verifier too
+(lever_jax/execution/humaneval_inputs.py); ``hidden`` feeds the hidden tests' calls to the verifier too
 (an upper bound, not what a deployed system can do).
 
 Writes the executed file atomically (data contract, docs/data_format.md) and prints a summary
@@ -88,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
         with Sandbox(workers=args.workers, limits=limits) as sandbox:
             problems = checked(read_problems(args.input))
             if args.dataset == "humaneval":
-                from lever_jax.data.humaneval_inputs import execute_like_for_like
+                from lever_jax.execution.humaneval_inputs import execute_like_for_like
 
                 executed = execute_like_for_like(problems, sandbox, cache, args.humaneval_inputs,
                                                  progress=not args.no_progress, stats=stats)

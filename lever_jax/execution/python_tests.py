@@ -31,7 +31,7 @@ from typing import Any
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import plain
 from lever_jax.execution.base import SandboxResult, Task
-from lever_jax.execution.canonical import canonical_key, unique_error_key
+from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.execution.judge import TestPlan, judge, plan_test
 
 VERSION = "pytests-2"

@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 from lever_jax.data.schema import Execution, Problem
 from lever_jax.execution.base import DatasetExecutor, SandboxResult
 from lever_jax.execution.cache import CacheKey, ExecutionCache, cache_key, context_hash, executor_key
-from lever_jax.execution.canonical import is_error_key, unique_error_key
+from lever_jax.data.result_keys import is_error_key, unique_error_key
 from lever_jax.execution.sandbox import Sandbox
 
 

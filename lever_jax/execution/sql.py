@@ -32,8 +32,8 @@ from typing import Any, Mapping, Sequence
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import spider_match, wikitq_match
 from lever_jax.execution.base import SandboxResult, Task
-from lever_jax.execution.canonical import canonical_key, unique_error_key
-from lever_jax.execution.table_render import render_table
+from lever_jax.data.result_keys import canonical_key, unique_error_key
+from lever_jax.data.table_render import render_table
 
 TASK_FUNCTION = "lever_jax.execution.sql:run_sql_task"
 DEFAULT_TIMEOUT_S = 5.0  # below the sandbox's default wall clock so that SQL reports "timeout" itself

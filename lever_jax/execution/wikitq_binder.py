@@ -27,10 +27,10 @@ from lever_jax.data.binder_tables import TABLE_NAME
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import binder_sql, wikitq_match
 from lever_jax.execution.base import SandboxResult, Task
-from lever_jax.execution.canonical import canonical_key, unique_error_key
+from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.execution.sql import (DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, QueryTimeout, WikiTQExecutor, _error_execution,
                                      _json_cell, _short, connect_readonly, execute_query, guard)
-from lever_jax.execution.table_render import render_table
+from lever_jax.data.table_render import render_table
 
 TASK_FUNCTION = "lever_jax.execution.wikitq_binder:run_binder_task"
 NEURAL_ERROR = "neural call: needs an LLM (Binder QA(...) program)"

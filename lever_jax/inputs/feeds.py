@@ -105,7 +105,7 @@ def append_gold(problems: Sequence[Problem], dataset: Optional[str] = None, exec
             own_sandbox.close()
         if own_cache is not None:
             own_cache.close()
-    from lever_jax.execution.canonical import is_error_key, unique_error_key
+    from lever_jax.data.result_keys import is_error_key, unique_error_key
 
     out = list(problems)
     for index, single in zip(wanted, executed):

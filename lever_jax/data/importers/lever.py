@@ -48,8 +48,8 @@ from typing import Any, Iterator, Mapping
 from lever_jax.data.importers.merge import merge_candidates
 from lever_jax.data.jsonl import DataFileError, PathLike, iter_json_lines
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.execution.canonical import canonical_key
-from lever_jax.execution.table_render import render_table
+from lever_jax.data.result_keys import canonical_key
+from lever_jax.data.table_render import render_table
 
 _FILE_NAME = re.compile(r"(?P<dataset>spider|wikitq|gsm8k|mbpp)_\w*verification_(?P<split>train|dev|test)")
 MAX_KEY_CHARS = 512
