@@ -436,7 +436,7 @@ def test_cli_bad_input_exit_2_one_line_no_output(tmp_path: Path, capsys) -> None
         path.write_text(text, encoding="utf-8")
         assert _cli(["rerank", "--input", str(path)]) == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith(f"error: {path}") and err.count("\n") == 0
+        assert err.startswith(f"lever-jax: error: {path}") and err.count("\n") == 0
 
 
 def test_bad_line_after_executed_windows_keeps_cache_and_writes_nothing(tmp_path: Path) -> None:
