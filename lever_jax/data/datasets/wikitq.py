@@ -94,37 +94,42 @@ def wikitq_db_path(table_id: str, root: Path | None = None) -> Path:
     return (root or default_db_root()) / "wikitq" / f"{table_id}.db"
 
 
-def prepare_wikitq(root: Path | None = None, force: bool = False, log: bool = True) -> int:
-    """Unpack the SQUALL SQLite tables into ``<root>/wikitq`` (cached); returns files written."""
+def unpack_table_bundle(bundle: str, root: Path | None = None, subdir: str | None = None, mode: int = 0o644,
+                        force: bool = False, log: bool = True) -> int:
+    """Unpack ``<bundle>/tables.tar.xz``'s ``<table_id>.db`` files into ``<root>/<subdir>`` (default:
+    the bundle's name), each written atomically with ``mode``; cached by a stamp of the archive's size.
+    Returns the number of files written (0 when already unpacked)."""
     root = root or default_db_root()
-    out_dir = root / "wikitq"
+    out_dir = root / (subdir or bundle)
     stamp = out_dir / ".prepared"
-    archive = bundled_path("wikitq", TABLES_ARCHIVE, must_exist=True)
+    archive = bundled_path(bundle, TABLES_ARCHIVE, must_exist=True)
     tag = f"{archive.stat().st_size}"
     if not force and stamp.exists() and stamp.read_text().strip() == tag:
         return 0
     if log:
-        print(f"lever-jax: unpacking WikiTQ tables into {out_dir} ...", file=sys.stderr)
+        print(f"lever-jax: unpacking the {bundle} tables into {out_dir} ...", file=sys.stderr)
     out_dir.mkdir(parents=True, exist_ok=True)
     count = 0
     with tarfile.open(archive, "r:*") as tar:
         for member in tar:
             name = Path(member.name).name
-            if not member.isfile() or not name.endswith(".db") or not _TABLE_ID.match(name[:-3]):
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle is None or not name.endswith(".db") or not _TABLE_ID.match(name[:-3]):
                 continue
-            handle = tar.extractfile(member)
-            if handle is None:
-                continue
-            target = out_dir / name
             tmp = out_dir / f".{name}.tmp"
             tmp.write_bytes(handle.read())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, target)
+            os.chmod(tmp, mode)
+            os.replace(tmp, out_dir / name)
             count += 1
     for path in (root, out_dir):
         os.chmod(path, 0o755)
     stamp.write_text(tag + "\n")
     return count
+
+
+def prepare_wikitq(root: Path | None = None, force: bool = False, log: bool = True) -> int:
+    """Unpack the SQUALL SQLite tables into ``<root>/wikitq`` (cached); returns files written."""
+    return unpack_table_bundle("wikitq", root, mode=0o644, force=force, log=log)
 
 
 def ensure_wikitq_db(table_id: str, root: Path | None = None) -> Path:

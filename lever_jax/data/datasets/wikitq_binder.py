@@ -11,13 +11,11 @@ target value strings; context = ``{"table_id": "203_733", "page_title": ..., "ta
 """
 from __future__ import annotations
 
-import os
 import re
-import sys
-import tarfile
 from pathlib import Path
 
 from lever_jax.data.bundled import bundled_path
+from lever_jax.data.datasets.wikitq import unpack_table_bundle
 from lever_jax.data.jsonl import read_problems
 from lever_jax.data.schema import Problem
 from lever_jax.data.spider_db import default_db_root
@@ -25,7 +23,6 @@ from lever_jax.data.spider_db import default_db_root
 SPLITS = ("test",)
 BUNDLE = "wikitq_binder"
 SAMPLES = "binder.samples.jsonl.gz"
-TABLES_ARCHIVE = "tables.tar.xz"
 _TABLE_ID = re.compile(r"^\d+_\d+$")
 
 
@@ -44,33 +41,8 @@ def binder_db_path(table_id: str, root: Path | None = None) -> Path:
 
 
 def prepare_binder_tables(root: Path | None = None, force: bool = False, log: bool = True) -> int:
-    """Unpack the bundled ``w`` databases into ``<root>/wikitq_binder`` (cached); files written."""
-    root = root or default_db_root()
-    out_dir = root / BUNDLE
-    stamp = out_dir / ".prepared"
-    archive = bundled_path(BUNDLE, TABLES_ARCHIVE, must_exist=True)
-    tag = str(archive.stat().st_size)
-    if not force and stamp.exists() and stamp.read_text().strip() == tag:
-        return 0
-    if log:
-        print(f"lever-jax: unpacking the wikitq_binder tables into {out_dir} ...", file=sys.stderr)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with tarfile.open(archive, "r:*") as tar:
-        for member in tar:
-            name = Path(member.name).name
-            handle = tar.extractfile(member) if member.isfile() else None
-            if handle is None or not name.endswith(".db") or not _TABLE_ID.match(name[:-3]):
-                continue
-            tmp = out_dir / f".{name}.tmp"
-            tmp.write_bytes(handle.read())
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, out_dir / name)
-            count += 1
-    for path in (root, out_dir):
-        os.chmod(path, 0o755)
-    stamp.write_text(tag + "\n")
-    return count
+    """Unpack the bundled ``w`` databases (read-only) into ``<root>/wikitq_binder`` (cached); files written."""
+    return unpack_table_bundle(BUNDLE, root, mode=0o444, force=force, log=log)
 
 
 def ensure_binder_db(table_id: str, root: Path | None = None) -> Path:
