@@ -141,3 +141,18 @@ def test_other_limits_recompute(tmp_path, sandbox):
             ExecutionCache(tmp_path) as cache:
         list(execute_problems(problems(2), executor, other, cache, progress=False, stats=stats))
     assert stats.cached == 0 and stats.executed == 2 * 3
+
+
+def _open_and_close(directory: str) -> None:
+    ExecutionCache(directory).close()
+
+
+def test_many_processes_open_a_new_cache_at_once(tmp_path):
+    """Several processes creating the same cache file at the same moment (Beam workers) all open it."""
+    import multiprocessing
+
+    for attempt in range(3):
+        directory = tmp_path / f"c{attempt}"
+        with multiprocessing.get_context("fork").Pool(6) as pool:
+            pool.map(_open_and_close, [str(directory)] * 12)
+        assert (directory / "executions.sqlite").exists()

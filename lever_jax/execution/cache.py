@@ -77,7 +77,7 @@ class ExecutionCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "executions.sqlite"
         self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._set_wal(deadline=time.monotonic() + 60.0)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS executions (executor TEXT NOT NULL, program TEXT NOT NULL, "
@@ -91,6 +91,21 @@ class ExecutionCache:
         self._last_commit = time.monotonic()
         self.hits = 0
         self.misses = 0
+
+    def _set_wal(self, deadline: float) -> None:
+        """Switch to WAL. SQLite answers "database is locked" at once, without its busy handler,
+        when another process opens the same new file at the same moment (Beam workers, parallel
+        runs): retry until the deadline (the mode is persistent, so the other opener's switch counts)."""
+        delay = 0.01
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def get(self, key: CacheKey) -> Execution | None:
         pending = self._pending_by_key.get(key)
