@@ -131,3 +131,22 @@ def test_from_flat_greedy_correct_overrides_where_known():
     assert marked.greedy_correct[0] == 0.0 and math.isnan(marked.greedy_correct[1])
     given = from_flat(["a", "b"], np.array([0, 2, 3]), greedy_correct=np.array([np.nan, 1.0]), **common)
     assert given.greedy_correct.tolist() == [0.0, 1.0]
+
+
+def test_second_checker_judges_the_greedy_program():
+    from lever_jax.rerank import pool_rows
+
+    def ex(ok: bool, official: bool) -> Execution:
+        return Execution("ok", str(ok), "t", correct=ok, details={"correct_official": official})
+
+    problems = [Problem("a", "wikitq", "q", {"table_id": "t"}, ["1"], (Candidate("x", execution=ex(True, True)),),
+                        greedy=Candidate("g", execution=ex(True, False))),
+                Problem("b", "wikitq", "q", {"table_id": "t"}, ["1"],
+                        (Candidate("y", is_greedy=True, execution=ex(False, True)),)),
+                Problem("c", "wikitq", "q", {"table_id": "t"}, ["1"], (Candidate("z", execution=ex(True, True)),))]
+    arrays = problems_to_arrays(problems)
+    main = table.method_table(arrays, n_resamples=10)
+    assert main["greedy"].num_problems == 2 and main["greedy"].ci.mean == 0.5
+    second = pool_rows.second_checker(problems, arrays, main, "correct_official", n_resamples=10)
+    assert second["greedy"].num_problems == 2 and second["greedy"].ci.mean == 0.5  # a: False, b: True; c unknown
+    assert second["first_sample"].num_problems == 3
