@@ -194,13 +194,15 @@ def cpu_seconds() -> float:
 
 
 ROUND1_LAYERS = ("mount_view", "pid_namespace", "ipc_namespace")  # issue-12 layers, off in "sandbox_round1"
+# The bundled GSM8k pool's own conventions (the workload BENCHMARKS.md measured), not LEVER's default.
+EXECUTOR_OPTIONS = {"gsm8k": {"convention": "faithful_cot"}}
 
 
 def run_sandbox(dataset: str, pairs: list[tuple[Problem, Candidate]], workers: int,
                 timed: bool = True, disable: tuple[str, ...] = ()) -> tuple[float, list[str], float]:
     """(wall seconds of the timed map + judging, statuses, CPU seconds of the whole session incl.
     start-up). ``to_execution`` (the judge, in this process) is inside the timed part."""
-    executor = get_executor(dataset)
+    executor = get_executor(dataset, EXECUTOR_OPTIONS.get(dataset))
     tasks = [executor.make_task(p, c) for p, c in pairs]
     cpu0 = cpu_seconds()
     with Sandbox(workers=workers, limits=Limits(timeout_s=TIMEOUT_S), **({"disable": disable} if disable else {})) as sandbox:
@@ -218,7 +220,7 @@ def _floor_timeout(signum: int, frame: Any) -> None:
 
 
 def run_floor(dataset: str, pairs: list[tuple[Problem, Candidate]]) -> tuple[float, float]:
-    executor = get_executor(dataset)
+    executor = get_executor(dataset, EXECUTOR_OPTIONS.get(dataset))
     tasks: list[Task] = [executor.make_task(p, c) for p, c in pairs]
     functions: dict[str, Callable[[Any], Any]] = {}
     for task in tasks:

@@ -32,6 +32,7 @@ from lever_jax.data.schema import Problem  # noqa: E402
 from lever_jax.execution.base import Limits  # noqa: E402
 
 POOLS = ("code002.samples.jsonl.gz", "other_llms.samples.jsonl.gz")
+POOL_OPTIONS = {"convention": "faithful_cot"}  # the bundled pools' conventions (registry.EXECUTOR_OPTIONS)
 
 
 def cpu_seconds() -> float:
@@ -71,7 +72,7 @@ def run_local(samples: str, output: str, workers: int, limits: Limits) -> dict[s
     stats = RunStats()
     cpu0, start = cpu_seconds(), time.perf_counter()
     with Sandbox(workers=workers, limits=limits) as sandbox:
-        write_problems(output, execute_problems(read_problems(samples), get_executor("gsm8k"), sandbox, None,
+        write_problems(output, execute_problems(read_problems(samples), get_executor("gsm8k", POOL_OPTIONS), sandbox, None,
                                                 progress=False, stats=stats))
     wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     return {"programs": stats.executed, "wall_s": round(wall, 1), "programs_per_s": round(stats.executed / wall, 1),
@@ -83,7 +84,7 @@ def run_beam(samples: str, output: str, workers: int, limits: Limits) -> dict[st
 
     cpu0, start = cpu_seconds(), time.perf_counter()
     stats = execute_file(samples, output, "gsm8k", limits, sandbox_workers=1, cache_dir=None,
-                         beam_options=[f"--direct_num_workers={workers}"])
+                         beam_options=[f"--direct_num_workers={workers}"], executor_options=POOL_OPTIONS)
     wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu0
     return {"programs": stats.executed, "wall_s": round(wall, 1), "programs_per_s": round(stats.executed / wall, 1),
             "cpu_ms_per_program": round(cpu / stats.executed * 1e3, 2), "statuses": stats.statuses}

@@ -1,6 +1,6 @@
 """Compare a re-executed GSM8k pool with the answers its sources recorded.
 
-    lever-jax execute --dataset gsm8k \\
+    lever-jax execute --dataset gsm8k --executor-option convention=faithful_cot \\
         --input lever_jax/data/bundled/gsm8k_pool/code002.samples.jsonl.gz --output /tmp/code002.executed.jsonl.gz
     python scripts/reexecute_gsm8k_pool.py --executed /tmp/code002.executed.jsonl.gz \\
         --recorded lever_jax/data/bundled/gsm8k_pool/code002.recorded.jsonl.gz [--show 10]

@@ -33,8 +33,10 @@ def problems(n: int = 8) -> list[Problem]:
 def _execute(tmp_path: Path, samples: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "TF_CPP_MIN_LOG_LEVEL": "3"}
+    # faithful_cot (solution() is read): the option must reach the Beam workers' executors too
     cmd = [sys.executable, "-m", "lever_jax.cli", "execute", "--dataset", "gsm8k", "--input", str(samples),
-           "--output", str(out), "--timeout", "5", "--cache-dir", str(tmp_path / "cache"), "--no-progress", *extra]
+           "--output", str(out), "--timeout", "5", "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+           "--executor-option", "convention=faithful_cot", *extra]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 
 

@@ -86,15 +86,16 @@ def sandbox():
         yield box
 
 
-def run(sandbox, problems, dataset):
-    return list(execute_problems(problems, get_executor(dataset), sandbox, None, progress=False))
+def run(sandbox, problems, dataset, **options):
+    return list(execute_problems(problems, get_executor(dataset, options), sandbox, None, progress=False))
 
 
 def gsm(pid, gold, *programs, source=None):
     return Problem(pid, "gsm8k", "q", {}, gold, tuple(Candidate(p, source=source) for p in programs))
 
 
-def test_gsm8k_conventions(sandbox):
+def test_gsm8k_faithful_cot_conventions(sandbox):
+    """The bundled pools' option (``convention=faithful_cot``); LEVER's default: test_gsm8k_lever.py."""
     problems = [
         gsm("a", 18.0, "eggs = 16 - 3 - 4\nanswer = eggs * 2", "answer = 18.0000001", "answer = 17.9",
             "def solution():\n    return 9 * 2", "x = 1", "answer = 1 / 0", "answer = sqrt(324)  #",
@@ -104,7 +105,7 @@ def test_gsm8k_conventions(sandbox):
             source="pot_codex_fewshot"),
         gsm("d", 14.0, "ans = (14.0, 15.0)", source="pot_codex_zeroshot"),
     ]
-    a, b, c, d = run(sandbox, problems, "gsm8k")
+    a, b, c, d = run(sandbox, problems, "gsm8k", convention="faithful_cot")
     ex = [cand.execution for cand in a.candidates]
     assert [e.status for e in ex] == ["ok", "ok", "ok", "ok", "error", "error", "ok", "ok"]
     assert [e.correct for e in ex] == [True, True, False, True, False, False, True, True]

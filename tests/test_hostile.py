@@ -165,7 +165,9 @@ def test_hostile_batch(canary_dir, host_socket):
         from lever_jax.execution import sql as sql_module
     except ImportError:
         sql_module = None
-    gsm = GSM8kExecutor()
+    # One namespace (faithful_cot): the corpus's recursive / helper functions must reach the sandbox's
+    # limits; under LEVER's separate globals and locals some would stop early with a NameError.
+    gsm = GSM8kExecutor(convention="faithful_cot")
     tracked = [root / "canary.txt", root / "secret.txt", root / "db.sqlite", root / "other.sqlite", tmp_canary]
     before = {p: sha(p) for p in tracked}
 

@@ -2,7 +2,13 @@
 
     lever-jax execute --dataset gsm8k --input samples.jsonl.gz --output executed.jsonl.gz \\
         [--workers N] [--timeout S] [--memory-mb M] [--cache-dir D | --no-cache]
-        [--humaneval-inputs docstring|codet|hidden]
+        [--executor-option KEY=VALUE ...] [--humaneval-inputs docstring|codet|hidden]
+
+Executor options (lever_jax/execution/registry.py; default = LEVER's behaviour): GSM8k
+``convention=lever|faithful_cot`` (``faithful_cot``: the bundled pools' Faithful-CoT prelude and
+``ans`` / ``solution()`` readers, lever_jax/execution/python_gsm8k.py); WikiTQ
+``checker=lever|official``. The default ``--timeout`` is the executor's (GSM8k under LEVER's
+convention: LEVER's 2 s), else 10 s.
 
 HumanEval: the verifier input and the grouping come from the docstring's examples (default; CodeT's
 generated tests where a prompt has none) or CodeT's tests, correctness from the hidden tests
@@ -29,12 +35,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--input", required=True, help="samples file (.jsonl or .jsonl.gz)")
     p.add_argument("--output", required=True, help="executed file to write (.jsonl or .jsonl.gz)")
     p.add_argument("--workers", type=int, default=None, help="sandbox workers (default: one per core)")
-    p.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds per program (default 10)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="wall-clock seconds per program (default: the executor's, e.g. 2 for GSM8k as LEVER; else 10)")
     p.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per program (default 1024)")
     p.add_argument("--cache-dir", default=None, help="execution cache (default $LEVER_JAX_CACHE_DIR or "
                    "~/.cache/lever_jax/execution)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--executor-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="executor option, repeatable (gsm8k: convention=lever|faithful_cot; wikitq, wikitq_binder: "
+                        "checker=lever|official); the default is LEVER's behaviour")
     p.add_argument("--humaneval-inputs", choices=("docstring", "codet", "hidden"), default="docstring",
                    help="HumanEval: calls the verifier sees and candidates are grouped on (default docstring; "
                         "'hidden' = the hidden tests' calls, a labelled upper bound)")
@@ -52,17 +62,25 @@ def main(args: argparse.Namespace) -> int:
     from lever_jax.execution.cache import ExecutionCache
     from lever_jax.execution.registry import get_executor
     from lever_jax.execution.runner import RunStats, execute_problems
+    from lever_jax.data.errors import UserError
+    from lever_jax.execution.registry import parse_options
     from lever_jax.execution.sandbox import Sandbox
 
-    check_positive("--timeout", args.timeout, allow_none=False)
+    check_positive("--timeout", args.timeout)
     check_positive("--memory-mb", args.memory_mb, allow_none=False)
     check_positive("--workers", args.workers)
     check_input_file(args.input)
+    try:
+        args.executor_options = parse_options(args.dataset, args.executor_option)
+    except ValueError as err:
+        raise UserError(f"--executor-option: {err}") from None
+    executor = get_executor(args.dataset, args.executor_options)
+    if args.timeout is None:
+        args.timeout = float(getattr(executor, "default_timeout_s", 10.0))
     if args.runner == "beam":
         from lever_jax.execution.beam import main_from_args
 
         return main_from_args(args)
-    executor = get_executor(args.dataset)
     limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
                                  memory_mb=args.memory_mb)
     stats = RunStats()

@@ -28,9 +28,11 @@ _INT32_MAX = 2**31 - 1
 class CandidateArrays:
     """Padded per-candidate arrays for P problems with up to N candidates each.
 
-    ``greedy_correct`` is per problem: the correctness of the greedy decode where the pool marks
-    one among its candidates (``is_greedy``), NaN where unknown (the greedy row is then computed
-    over the problems where it is known, never counted as wrong).
+    ``greedy_correct`` is per problem: the correctness of the greedy decode -- the problem-level
+    ``greedy`` program when the problem carries one (the greedy decode is not among the samples,
+    data contract), else the candidate marked ``is_greedy`` -- NaN where the problem has neither
+    (the greedy row is then computed over the problems where it is known, never counted as wrong,
+    and reported unavailable when no problem has one).
     """
 
     problem_ids: tuple[str, ...]
@@ -94,6 +96,17 @@ def _greedy_correct(is_greedy: np.ndarray, correct: np.ndarray, mask: np.ndarray
     return np.where(marked.any(axis=1), hit, np.nan)
 
 
+def _with_greedy_programs(greedy_correct: np.ndarray, problems: Sequence[Problem]) -> np.ndarray:
+    """``greedy_correct`` with each problem-level greedy program's verdict filled in."""
+    out = greedy_correct.copy()
+    for row, problem in enumerate(problems):
+        if problem.greedy is not None:
+            if problem.greedy.execution is None:
+                raise ValueError(f"problem {problem.problem_id!r}: its greedy program has no execution")
+            out[row] = float(problem.greedy.execution.correct)
+    return out
+
+
 def problems_to_arrays(problems: Sequence[Problem], max_candidates: int | None = None) -> CandidateArrays:
     """Pad executed problems into :class:`CandidateArrays` (candidates past ``max_candidates`` are
     dropped). Raises ValueError naming the problem and candidate on a missing execution or a
@@ -139,7 +152,7 @@ def problems_to_arrays(problems: Sequence[Problem], max_candidates: int | None =
         mask=mask,
         is_greedy=greedy,
         errored=errored,
-        greedy_correct=_greedy_correct(greedy, correct, mask),
+        greedy_correct=_with_greedy_programs(_greedy_correct(greedy, correct, mask), problems),
     )
 
 
@@ -154,13 +167,16 @@ def from_flat(
     correct: np.ndarray,
     errored: np.ndarray | None = None,
     is_greedy: np.ndarray | None = None,
+    greedy_correct: np.ndarray | None = None,
 ) -> CandidateArrays:
     """CandidateArrays from flat per-candidate vectors; problem ``i`` owns ``offsets[i]:offsets[i+1]``.
 
     ``gen_logprob`` is NaN where unknown; ``result_ids`` are any ints with equal <=> same result
     (renumbered densely here, errored candidates as singletons). ``errored`` / ``is_greedy``
     default to all False when the source does not carry them (``errored=None`` also sets
-    ``errored_known=False``, which leaves out the methods that need it).
+    ``errored_known=False``, which leaves out the methods that need it). ``greedy_correct``
+    (per problem, NaN where unknown) gives the verdict of greedy programs that are not candidates;
+    where it is NaN the ``is_greedy`` candidate decides.
     """
     offsets = np.asarray(offsets, np.int64)
     sizes = np.diff(offsets)
@@ -196,6 +212,16 @@ def from_flat(
         mask=mask,
         is_greedy=greedy_rows,
         errored=pad(errored, False, bool),
-        greedy_correct=_greedy_correct(greedy_rows, correct_rows, mask),
+        greedy_correct=_override(_greedy_correct(greedy_rows, correct_rows, mask), greedy_correct),
         errored_known=errored_known,
     )
+
+
+def _override(marked: np.ndarray, given: np.ndarray | None) -> np.ndarray:
+    """``given`` where it is known (not NaN), else ``marked``."""
+    if given is None:
+        return marked
+    given = np.asarray(given, np.float64)
+    if given.shape != marked.shape:
+        raise ValueError(f"greedy_correct has shape {given.shape}, expected {marked.shape}")
+    return np.where(np.isnan(given), marked, given)

@@ -18,8 +18,10 @@ DATASETS = ("gsm8k", "mbpp", "humaneval", "spider", "wikitq", "wikitq_binder")
 STATUSES = ("ok", "error", "timeout", "memory", "output_limit", "killed", "unsupported")
 # Unknown keys are an error, not a warning: a typo (``logprob`` for ``gen_logprob``) would otherwise
 # silently become a default value and change the result; ``schema_version`` covers extensions.
-PROBLEM_KEYS = ("schema_version", "problem_id", "dataset", "question", "context", "gold", "candidates")
+PROBLEM_KEYS = ("schema_version", "problem_id", "dataset", "question", "context", "gold", "candidates", "greedy")
 CANDIDATE_KEYS = ("program", "gen_logprob", "num_tokens", "count", "source", "is_greedy", "execution")
+# The problem-level greedy decode when it is not among the candidates (LEVER's ``generated_program``).
+GREEDY_KEYS = ("program", "gen_logprob", "num_tokens", "source", "execution")
 EXECUTION_KEYS = ("status", "result_key", "result_text", "error", "correct", "details")
 MAX_COUNT = 10**6  # samples of one program / tokens of one program: more means a broken file (and int32 sums stay exact)
 LOGPROB_SLACK = 1e-6  # a log-probability is <= 0; this much above 0 is tolerated as round-off
@@ -67,7 +69,11 @@ class Candidate:
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """One problem with its candidates. ``context`` holds db_id / table_id / test_list / ..."""
+    """One problem with its candidates. ``context`` holds db_id / table_id / test_list / ...
+
+    ``greedy``: the greedy decode when it is not among the candidates (executed like them, never
+    reranked; the method table's ``greedy`` row reads it). A candidate marked ``is_greedy`` plays
+    that role when it is; a problem has at most one of the two."""
 
     problem_id: str
     dataset: str
@@ -75,10 +81,12 @@ class Problem:
     context: Mapping[str, Any]
     gold: Any
     candidates: tuple[Candidate, ...]
+    greedy: Candidate | None = None
 
     @property
     def is_executed(self) -> bool:
-        return all(c.execution is not None for c in self.candidates)
+        return all(c.execution is not None for c in self.candidates) and (
+            self.greedy is None or self.greedy.execution is not None)
 
     def replace(self, **changes: Any) -> "Problem":
         return dataclasses.replace(self, **changes)
@@ -199,16 +207,33 @@ def problem_from_dict(obj: Any, require_execution: bool = False) -> Problem:
     raw_candidates = _require(obj, "candidates", "")
     if not isinstance(raw_candidates, list):
         raise SchemaError("candidates", f"expected a list, got {type(raw_candidates).__name__}")
+    candidates = tuple(
+        candidate_from_dict(c, f"candidates[{i}]", require_execution) for i, c in enumerate(raw_candidates))
+    greedy = greedy_from_dict(obj.get("greedy"), candidates, require_execution)
     return Problem(
         problem_id=_str(_require(obj, "problem_id", ""), "problem_id"),
         dataset=dataset,
         question=_str(_require(obj, "question", ""), "question"),
         context=dict(context),
         gold=obj.get("gold"),
-        candidates=tuple(
-            candidate_from_dict(c, f"candidates[{i}]", require_execution) for i, c in enumerate(raw_candidates)
-        ),
+        candidates=candidates,
+        greedy=greedy,
     )
+
+
+def greedy_from_dict(obj: Any, candidates: tuple[Candidate, ...], require_execution: bool = False) -> Candidate | None:
+    """The problem-level ``greedy`` object (None when absent); an error when a candidate is also
+    marked ``is_greedy`` (two greedy decodes would make the greedy row ambiguous)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        raise SchemaError("greedy", f"expected an object or null, got {type(obj).__name__}")
+    _known_keys(obj, GREEDY_KEYS, "greedy.")
+    marked = [i for i, c in enumerate(candidates) if c.is_greedy]
+    if marked:
+        raise SchemaError("greedy", f"given while candidates[{marked[0]}] is marked is_greedy; "
+                          "a problem has one greedy decode (a candidate's is_greedy or this field)")
+    return candidate_from_dict(obj, "greedy", require_execution)
 
 
 def _str_list(value: Any, field: str, allow_empty: bool = False) -> None:
@@ -295,4 +320,13 @@ def problem_to_dict(problem: Problem) -> dict[str, Any]:
         "context": dict(problem.context),
         "gold": problem.gold,
         "candidates": [candidate_to_dict(c) for c in problem.candidates],
+        **({} if problem.greedy is None else {"greedy": greedy_to_dict(problem.greedy)}),
     }
+
+
+def greedy_to_dict(greedy: Candidate) -> dict[str, Any]:
+    """The problem-level ``greedy`` object (GREEDY_KEYS; count and is_greedy do not apply)."""
+    out = candidate_to_dict(greedy)
+    out.pop("count", None)
+    out.pop("is_greedy", None)
+    return out

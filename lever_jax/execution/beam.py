@@ -68,15 +68,17 @@ def _execute_problems_fn() -> type:
     class ExecuteProblems(beam.DoFn):
         """Batches of input lines -> executed data-contract lines; one sandbox per instance."""
 
-        def __init__(self, dataset: str, limits: Limits, sandbox_workers: int, cache_dir: str | None):
+        def __init__(self, dataset: str, limits: Limits, sandbox_workers: int, cache_dir: str | None,
+                     executor_options: dict[str, str] | None = None):
             self.dataset, self.limits, self.sandbox_workers, self.cache_dir = dataset, limits, sandbox_workers, cache_dir
+            self.executor_options = dict(executor_options or {})
             self._counters: dict[str, Any] = {}
 
         def setup(self) -> None:
             from lever_jax.execution.registry import get_executor
             from lever_jax.execution.sandbox import Sandbox
 
-            self._executor = get_executor(self.dataset)
+            self._executor = get_executor(self.dataset, self.executor_options)
             self._sandbox = Sandbox(workers=self.sandbox_workers, limits=self.limits)
 
         def _count(self, name: str, value: int) -> None:
@@ -151,8 +153,10 @@ def merge_shards(shards: Iterable[str], order: dict[str, int], output: str) -> i
 
 def execute_file(input_path: str, output_path: str, dataset: str, limits: Limits = Limits(),
                  sandbox_workers: int = 1, cache_dir: str | None = None,
-                 beam_options: Sequence[str] = (), batch_size: int = 64) -> BeamStats:
-    """Run the Beam pipeline of the module doc; ``cache_dir=None`` runs without a cache."""
+                 beam_options: Sequence[str] = (), batch_size: int = 64,
+                 executor_options: dict[str, str] | None = None) -> BeamStats:
+    """Run the Beam pipeline of the module doc; ``cache_dir=None`` runs without a cache;
+    ``executor_options``: lever_jax.execution.registry.EXECUTOR_OPTIONS."""
     beam = _beam()
     from apache_beam.metrics.metric import MetricsFilter
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -167,7 +171,7 @@ def execute_file(input_path: str, output_path: str, dataset: str, limits: Limits
     options = [o for o in DEFAULT_OPTIONS if not any(g.startswith(o.split("=")[0] + "=") for g in given)] + given
     if "--runner=DirectRunner" in options and not any(o.startswith("--direct_num_workers") for o in options):
         options.append(f"--direct_num_workers={os.cpu_count() or 1}")
-    execute_fn = _execute_problems_fn()(dataset, limits, sandbox_workers, cache_dir)
+    execute_fn = _execute_problems_fn()(dataset, limits, sandbox_workers, cache_dir, executor_options)
     try:
         pipeline = beam.Pipeline(options=PipelineOptions(options))
         _ = (
@@ -210,7 +214,8 @@ def main_from_args(args: Any) -> int:
         cache_dir = os.fspath(args.cache_dir or default_cache_dir())
     try:
         stats = execute_file(args.input, args.output, args.dataset, limits, sandbox_workers=args.workers or 1,
-                             cache_dir=cache_dir, beam_options=shlex.split(args.beam_options or ""))
+                             cache_dir=cache_dir, beam_options=shlex.split(args.beam_options or ""),
+                             executor_options=getattr(args, "executor_options", None))
     except DataFileError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

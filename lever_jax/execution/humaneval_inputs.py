@@ -200,4 +200,7 @@ def execute_like_for_like(problems: Iterable[Problem], sandbox: Any, cache: Any 
     for original, h, v in zip(problems, hidden, visible):
         candidates = tuple(dataclasses.replace(c, execution=combine(hc.execution, vc.execution, source))
                            for c, hc, vc in zip(original.candidates, h.candidates, v.candidates))
-        yield original.replace(candidates=candidates)
+        greedy = original.greedy  # the problem-level greedy program (data contract), judged alike
+        if greedy is not None and h.greedy is not None and v.greedy is not None:
+            greedy = dataclasses.replace(greedy, execution=combine(h.greedy.execution, v.greedy.execution, source))
+        yield original.replace(candidates=candidates, greedy=greedy)

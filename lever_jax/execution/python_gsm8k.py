@@ -1,27 +1,44 @@
 """GSM8k executor: run a math-word-problem program, read its answer, compare with the gold number.
 
-Conventions (LEVER_NOTES, "How the bundled real pools were produced"):
+Two conventions (``GSM8kExecutor(convention=...)``; ``lever-jax execute --executor-option
+convention=NAME``; the executor version names it, so caches and stamps keep them apart):
+
+``lever`` (default) -- LEVER's ``MathExecutor`` (LEVER_NOTES, "Execution and correctness"):
+
+* the program runs as is with separate, empty globals and locals dicts (``exec(program, {}, {})``):
+  a function or (Python <= 3.11) a list comprehension that reads a top-level name fails, as in
+  LEVER; no prelude; LEVER's 2 s wall-clock timeout (:attr:`GSM8kExecutor.default_timeout_s`);
+* only the ``answer`` variable is read: a program without one (e.g. one that sets only ``ans``)
+  is an error whose ``result_text`` is LEVER's ``ERROR: no answer variable``; a program that
+  fails or times out reads ``ERROR: program failed to execute``;
+* correct iff ``float(str(answer)) == float(gold)`` (LEVER's float equality: ``0.1 + 0.2`` is
+  not ``0.3``, and ``True`` or ``10/3`` as text are not numbers); an answer that is not a number
+  is an ``ok`` execution that groups by its text and is never correct.
+
+``faithful_cot`` -- the bundled pools' conventions (LEVER_NOTES, "How the bundled real pools were
+produced"; this executor's behaviour before LEVER's became the default, version ``gsm8k-1``):
 
 * every program runs after Faithful-CoT's solver prelude -- ``import math``, ``from math import *``
   and an ``lcm(a, b)`` helper; programs that use sympy names also get ``Symbol, Eq, simplify,
-  solve`` and the ``solve_it(equation, variable)`` helper (they run through
-  :mod:`lever_jax.execution.python_gsm8k_sympy`, whose sandbox zygote has sympy pre-imported,
-  so that the sympy import never slows down the other programs; programs importing numpy run
-  through :mod:`lever_jax.execution.python_gsm8k_numpy` likewise);
+  solve`` and the ``solve_it(equation, variable)`` helper;
 * a trailing ``#`` is stripped; the program runs in one namespace (functions see its globals);
 * the answer is the ``answer`` variable, else the return value of ``solution()``, else ``ans``
   (Program-of-Thoughts). For PoT candidates (``source`` starting with ``pot_``) only ``ans`` is
   read, numpy/sympy values are rounded to 2 decimals and a list/tuple gives its first element,
   as PoT's reader does;
 * correct iff the answer is a number with ``|answer - gold| <= 1e-4`` (the tolerance the bundled
-  pool's recorded answers were scored with; LEVER tests ``float(answer) == gold``, which
-  spuriously fails on float noise such as ``0.1 + 0.2``); grouping key: :func:`canonical_key` of
-  the number (1e-6 grid, LEVER groups with a 1e-6 tolerance); a non-numeric answer groups by its
-  text;
-* result_text (what the verifier reads, as LEVER): ``str`` of the dict of the program's final
-  variables (each value ``str``-ed), prelude names, modules, functions and classes left out (their
-  reprs hold memory addresses), values cut at 200 characters, the whole at 2,000; ``ERROR`` when
-  the program failed or has no answer.
+  pool's recorded answers were scored with); ``result_text`` of an error is ``ERROR``.
+
+Both: programs that use sympy names run through :mod:`lever_jax.execution.python_gsm8k_sympy`,
+programs importing numpy through :mod:`lever_jax.execution.python_gsm8k_numpy`, whose sandbox
+zygotes have those modules pre-imported (only the import cost differs; under ``lever`` the
+program's namespace stays empty). Grouping key: :func:`canonical_key` of the number (1e-6 grid;
+LEVER groups with a 1e-6 tolerance); a non-numeric answer groups by its text. ``result_text`` of
+an ``ok`` execution (what the verifier reads, as LEVER): ``str`` of the dict of the program's final
+variables (each value ``str``-ed), prelude names, modules, functions and classes left out (their
+reprs hold memory addresses and paths, which would make the text differ between runs; LEVER keeps
+them), values cut at 200 characters, the whole at 2,000. The verdict is computed here, in the
+parent, from the child's plain-data record; nothing the program touches decides it.
 """
 from __future__ import annotations
 
@@ -34,8 +51,14 @@ from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution.base import SandboxResult, Task
 from lever_jax.data.result_keys import canonical_key, unique_error_key
 
-VERSION = "gsm8k-1"
-TOLERANCE = 1e-4
+VERSION = "gsm8k-2"  # the executor version is "<VERSION>-<convention>"
+CONVENTIONS = ("lever", "faithful_cot")
+DEFAULT_CONVENTION = "lever"
+DEFAULT_TIMEOUT_S = {"lever": 2.0, "faithful_cot": 10.0}  # LEVER's 2 s; the pools were executed with 10 s
+TOLERANCE = 1e-4  # faithful_cot only
+LEVER_FAILED = "ERROR: program failed to execute"  # LEVER's exec_result strings
+LEVER_NO_ANSWER = "ERROR: no answer variable"
+NO_ANSWER_ERROR = "the program defines no answer variable"
 VALUE_CHARS = 200
 TEXT_CHARS = 2000
 _SYMPY_NAMES = re.compile(r"\b(Symbol|symbols|Eq|simplify|solve|solve_it|sympy|Rational|nsimplify)\b")
@@ -99,8 +122,36 @@ def _state_text(namespace: dict[str, Any], prelude_names: set[str]) -> str:
     return str(state)[:TEXT_CHARS]
 
 
+def _lever_number(answer: Any) -> float | int | str | None:
+    """LEVER's ``float(str(answer))`` (None when that fails; non-finite values as text)."""
+    try:
+        number = float(str(answer))
+    except Exception:  # noqa: BLE001 - anything the program produced
+        return None
+    return number if math.isfinite(number) else str(number)
+
+
+def run_lever(payload: dict[str, Any]) -> dict[str, Any]:
+    """Sandbox task, LEVER's convention: ``exec(program, {}, {})``, read ``answer`` from the locals."""
+    globals_: dict[str, Any] = {}
+    locals_: dict[str, Any] = {}
+    exec(compile(payload["program"], "<program>", "exec"), globals_, locals_)  # noqa: S102 - sandbox child only
+    found = "answer" in locals_
+    answer = locals_.get("answer")
+    return {
+        "found": found,
+        "via": "answer" if found else None,
+        "number": _lever_number(answer) if found else None,
+        "answer_text": None if not found else str(answer)[:VALUE_CHARS],
+        "state": _state_text(locals_, set()),
+    }
+
+
 def run_program(payload: dict[str, Any], extra_prelude: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Sandbox task: run the program; exceptions propagate (sandbox status ``error``)."""
+    """Sandbox task: run the program; exceptions propagate (sandbox status ``error``). A payload
+    without ``convention`` runs the faithful_cot way (``auto``)."""
+    if payload.get("convention") == "lever":
+        return run_lever(payload)
     namespace = dict(_PRELUDE_NAMESPACE)  # a copy: the program may rebind prelude names
     if extra_prelude:
         namespace.update(extra_prelude)
@@ -158,15 +209,19 @@ def _invalid_record(value: Any) -> str | None:
 
 
 class GSM8kExecutor:
-    """DatasetExecutor for GSM8k (see the module doc for the conventions)."""
+    """DatasetExecutor for GSM8k (see the module doc for the two conventions)."""
 
     dataset = "gsm8k"
-    version = VERSION
+
+    def __init__(self, convention: str = DEFAULT_CONVENTION):
+        if convention not in CONVENTIONS:
+            raise ValueError(f"convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}")
+        self.convention = convention
+        self.version = f"{VERSION}-{convention}"
+        self.default_timeout_s = DEFAULT_TIMEOUT_S[convention]
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         program = candidate.program
-        sources = [s for s in (candidate.source or "").split(",") if s]
-        pot = bool(sources) and all(s.startswith("pot_") for s in sources)
         # The module decides the sandbox zygote: heavy imports are paid once there, not per program.
         if _SYMPY_NAMES.search(program):
             function = "lever_jax.execution.python_gsm8k_sympy:run"
@@ -174,28 +229,40 @@ class GSM8kExecutor:
             function = "lever_jax.execution.python_gsm8k_numpy:run"
         else:
             function = "lever_jax.execution.python_gsm8k:run"
+        if self.convention == "lever":
+            return Task(function, {"program": program, "convention": "lever"})
+        sources = [s for s in (candidate.source or "").split(",") if s]
+        pot = bool(sources) and all(s.startswith("pot_") for s in sources)
         return Task(function, {"program": program, "convention": "pot" if pot else "auto",
                                "numpy": bool(_NUMPY_NAMES.search(program))})
+
+    def _error(self, status: str, key: str, error: str | None, no_answer: bool = False) -> Execution:
+        text = "ERROR" if self.convention != "lever" else (LEVER_NO_ANSWER if no_answer else LEVER_FAILED)
+        return Execution(status=status, result_key=key, result_text=text, error=error, correct=False,
+                         details={"answer": None})
+
+    def _correct(self, number: float, gold: Any) -> bool:
+        gold_number = _numeric(gold)
+        if gold_number is None:
+            return False
+        if self.convention == "lever":
+            return float(number) == gold_number  # LEVER: float(answer) == gold
+        return abs(float(number) - gold_number) <= TOLERANCE
 
     def to_execution(self, problem: Problem, candidate: Candidate, result: SandboxResult) -> Execution:
         error_key = unique_error_key(problem.problem_id, candidate.program)
         if result.status != "ok" or not result.value:
-            return Execution(status=result.status, result_key=error_key, result_text="ERROR",
-                             error=result.error, correct=False, details={"answer": None})
+            return self._error(result.status, error_key, result.error)
         value = result.value
         problem_with_record = _invalid_record(value)
         if problem_with_record:
-            message = f"invalid result record: {problem_with_record}"
-            return Execution(status="error", result_key=error_key, result_text="ERROR", error=message,
-                             correct=False, details={"answer": None})
+            return self._error("error", error_key, f"invalid result record: {problem_with_record}")
         if not value.get("found"):
-            return Execution(status="error", result_key=error_key, result_text="ERROR",
-                             error="the program defines no answer variable", correct=False, details={"answer": None})
+            return self._error("error", error_key, NO_ANSWER_ERROR, no_answer=True)
         number = value.get("number")
         details = {"answer": number if number is not None else value.get("answer_text"), "via": value.get("via")}
         if isinstance(number, (int, float)):
-            gold = _numeric(problem.gold)
-            correct = gold is not None and abs(float(number) - gold) <= TOLERANCE
+            correct = self._correct(number, problem.gold)
             key = canonical_key(float(number))
         else:
             correct = False

@@ -5,7 +5,10 @@ candidate up in the cache, runs each distinct uncached (program, context) once i
 (tasks stream to all workers; a slow program never stalls the others), stores the new
 executions in the cache and yields the problems, in input order, with every candidate's
 ``execution`` filled. Error keys are re-derived from (problem id, candidate index) so that no two
-errored candidates ever share a key, even with identical programs.
+errored candidates ever share a key, even with identical programs. A problem's ``greedy`` program
+(the greedy decode when it is not a candidate, data contract) is executed the same way, in one more
+slot after the candidates (its error key uses the index ``"greedy"``); it is never added to the
+candidates.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import itertools
 import time
 from typing import Iterable, Iterator
 
-from lever_jax.data.schema import Execution, Problem
+from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution.base import DatasetExecutor, SandboxResult
 from lever_jax.execution.cache import CacheKey, ExecutionCache, cache_key, context_hash, executor_key
 from lever_jax.data.result_keys import is_error_key, unique_error_key
@@ -35,14 +38,24 @@ class RunStats:
         return self.executed / self.seconds if self.seconds > 0 else 0.0
 
 
+GREEDY_INDEX = "greedy"  # error-key index of the problem-level greedy program
+
+
+def _slots(problem: Problem) -> tuple[Candidate, ...]:
+    """The programs to execute: the candidates, then the problem-level greedy program if any."""
+    return problem.candidates + ((problem.greedy,) if problem.greedy is not None else ())
+
+
 def _finish(problem: Problem, executions: list[Execution | None]) -> Problem:
-    candidates = []
-    for index, (candidate, execution) in enumerate(zip(problem.candidates, executions)):
+    done = []
+    for index, (candidate, execution) in enumerate(zip(_slots(problem), executions)):
         assert execution is not None
         if is_error_key(execution.result_key) or execution.status != "ok":
-            execution = dataclasses.replace(execution, result_key=unique_error_key(problem.problem_id, index))
-        candidates.append(dataclasses.replace(candidate, execution=execution))
-    return problem.replace(candidates=tuple(candidates))
+            where = index if index < len(problem.candidates) else GREEDY_INDEX
+            execution = dataclasses.replace(execution, result_key=unique_error_key(problem.problem_id, where))
+        done.append(dataclasses.replace(candidate, execution=execution))
+    count = len(problem.candidates)
+    return problem.replace(candidates=tuple(done[:count]), greedy=done[count] if len(done) > count else None)
 
 
 def execute_problems(
@@ -61,7 +74,7 @@ def execute_problems(
     if progress:
         from lever_jax.data.progress import progress_bar
 
-        total = sum(len(p.candidates) for p in problems) if isinstance(problems, (list, tuple)) else None
+        total = sum(len(_slots(p)) for p in problems) if isinstance(problems, (list, tuple)) else None
         bar = progress_bar(total=total, unit="prog", desc=f"execute {executor.dataset}", smoothing=0.05)
     start = time.monotonic()
     source = iter(problems)
@@ -82,14 +95,14 @@ def execute_problems(
 
 def _run_window(chunk: list[Problem], executor: DatasetExecutor, executor_id: str, sandbox: Sandbox,
                 cache: ExecutionCache | None, stats: RunStats, bar: object) -> Iterator[Problem]:
-    filled: list[list[Execution | None]] = [[None] * len(p.candidates) for p in chunk]
-    remaining = [len(p.candidates) for p in chunk]
+    filled: list[list[Execution | None]] = [[None] * len(_slots(p)) for p in chunk]
+    remaining = [len(_slots(p)) for p in chunk]
     # distinct uncached work: cache key -> (task, [(problem index, candidate index), ...])
     work: dict[CacheKey, list[tuple[int, int]]] = {}
     order: list[CacheKey] = []
     for pi, problem in enumerate(chunk):
         ctx = context_hash(problem)
-        for ci, candidate in enumerate(problem.candidates):
+        for ci, candidate in enumerate(_slots(problem)):
             stats.candidates += 1
             key = cache_key(executor_id, candidate.program, ctx)
             if key in work:
@@ -120,7 +133,7 @@ def _run_window(chunk: list[Problem], executor: DatasetExecutor, executor_id: st
     tasks = []
     for key in order:
         pi, ci = work[key][0]
-        tasks.append(executor.make_task(chunk[pi], chunk[pi].candidates[ci]))
+        tasks.append(executor.make_task(chunk[pi], _slots(chunk[pi])[ci]))
     for index, result in sandbox.map_indexed(tasks):
         key = order[index]
         first_pi, first_ci = work[key][0]
@@ -159,7 +172,7 @@ def _clean(value: object, depth: int = 0) -> object:
 
 def _to_execution(executor: DatasetExecutor, problem: Problem, ci: int, result: SandboxResult) -> Execution:
     try:
-        execution = executor.to_execution(problem, problem.candidates[ci], result)
+        execution = executor.to_execution(problem, _slots(problem)[ci], result)
         return dataclasses.replace(
             execution, result_key=_clean(execution.result_key), result_text=_clean(execution.result_text),
             error=_clean(execution.error), details=None if execution.details is None else _clean(dict(execution.details)))

@@ -49,9 +49,12 @@ gin.external_configurable(FinetuneConfig, module="lever_jax.pipeline.finetune")
 ABLATIONS = ("none", "no_exec", "no_program", "no_gen_prob", "no_agg")
 VERIFIERS = ("head", "trained", "finetune")
 POOLS: dict[str, dict[str, Any]] = {
-    # GSM8k code-davinci-002 pool: executed here (LEVER's final-locals result text).
-    "gsm8k_code002": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "code002.samples.jsonl.gz")},
-    "gsm8k_other_llms": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "other_llms.samples.jsonl.gz")},
+    # GSM8k code-davinci-002 pool: executed here (LEVER's final-locals result text) with the
+    # Faithful-CoT / PoT conventions its programs were written for (executor option, registry.py).
+    "gsm8k_code002": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "code002.samples.jsonl.gz"),
+                      "executor_options": {"convention": "faithful_cot"}},
+    "gsm8k_other_llms": {"dataset": "gsm8k", "samples": ("gsm8k_pool", "other_llms.samples.jsonl.gz"),
+                         "executor_options": {"convention": "faithful_cot"}},
     # HumanEval CodeGen-16B x 100, like for like: the verifier reads (and candidates group on) the
     # docstring examples' calls (CodeT's tests where there are none), the hidden tests judge
     # (scripts/humaneval_visible_pool.py).
@@ -116,7 +119,7 @@ def load_pool(cfg: RunConfig, out: Path) -> list[Problem]:
             bundled_path(spec["samples"][0], spec["samples"][1].replace(".samples.", ".executed."))
         _log(f"reading executed pool {path} (bundled executed file; nothing is executed)")
         return list(_head(read_problems(path, require_execution=True), cfg.max_problems))
-    return _execute(cfg, out, bundled_path(*spec["samples"]), spec["dataset"], cfg.pool)
+    return _execute(cfg, out, bundled_path(*spec["samples"]), spec["dataset"], cfg.pool, spec.get("executor_options"))
 
 
 def _head(problems: Iterable[Problem], n: Optional[int]) -> Iterator[Problem]:
@@ -140,7 +143,8 @@ def _load_input(cfg: RunConfig, out: Path) -> list[Problem]:
     return _execute(cfg, out, path, first.dataset, path.name.split(".")[0])
 
 
-def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str) -> list[Problem]:
+def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
+             executor_options: Optional[dict[str, str]] = None) -> list[Problem]:
     """Execute a samples file in the sandbox (cached); the executed file is reused while its stamp
     (samples file, executor version, limits, problem count) matches."""
     from lever_jax.execution.base import Limits
@@ -149,7 +153,7 @@ def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str) 
     from lever_jax.execution.runner import RunStats, execute_problems
     from lever_jax.execution.sandbox import Sandbox
 
-    executor = get_executor(dataset)
+    executor = get_executor(dataset, executor_options)
     limits = dataclasses.replace(Limits(), timeout_s=cfg.execution_timeout_s,
                                  cpu_s=max(1, int(cfg.execution_timeout_s + 0.999)))
     target = Path(cfg.executed_dir or out / "executed") / f"{name}-{cfg.max_problems or 'all'}.executed.jsonl.gz"

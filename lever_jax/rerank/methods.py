@@ -66,7 +66,9 @@ def first_sample(mask: np.ndarray) -> np.ndarray:
 
 
 def greedy(is_greedy: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The candidate marked as the greedy decode; -1 where the pool marks none."""
+    """The candidate marked as the greedy decode; -1 where none is marked (also where the greedy
+    decode is the problem-level ``greedy`` program, not a candidate: its verdict is in
+    ``CandidateArrays.greedy_correct``, which the method table's ``greedy`` row reads)."""
     return _first_true(np.asarray(is_greedy, bool) & np.asarray(mask, bool))
 
 

@@ -56,11 +56,27 @@ def second_checker(problems: Sequence[Problem], arrays: CandidateArrays, table: 
         if name == "random":
             values = np.nan_to_num(methods.random_expected(correct, arrays.mask, arrays.counts), nan=0.0)
             choice = None
+        elif name == "greedy":
+            choice = result.choice
+            values = _greedy_values(problems, choice, correct, key)
         else:
             choice = methods.oracle(correct, arrays.mask) if name == "oracle" else result.choice
             if choice is None:
                 continue
             values = statistics.choice_correct(choice, correct)
-        out[name] = MethodResult(name, statistics.bootstrap_ci(values, n_resamples=n_resamples, seed=seed), choice,
-                                 arrays.num_problems)
+        known = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+        out[name] = MethodResult(name, statistics.bootstrap_ci(known, n_resamples=n_resamples, seed=seed), choice,
+                                 int(known.size))
     return out
+
+
+def _greedy_values(problems: Sequence[Problem], choice: np.ndarray, correct: np.ndarray, key: str) -> np.ndarray:
+    """Per problem, the greedy decode judged by ``details[key]``: the problem-level greedy program,
+    else the ``is_greedy`` candidate; NaN where neither exists (as the main table's greedy row)."""
+    values = np.full(len(problems), np.nan)
+    for row, problem in enumerate(problems):
+        if problem.greedy is not None and problem.greedy.execution is not None:
+            values[row] = float(bool((problem.greedy.execution.details or {}).get(key)))
+        elif choice[row] >= 0:
+            values[row] = float(correct[row, choice[row]])
+    return values

@@ -7,7 +7,8 @@ agree to the last digit. Method keys, in display order (:data:`METHODS`):
 ============================  ================================================================
 ``random``                    expected accuracy of a uniformly random sample (count-weighted)
 ``first_sample``              the first candidate of the pool
-``greedy``                    the greedy decode, over the problems whose pool marks it
+``greedy``                    the greedy decode (problem-level ``greedy`` program or the
+                              ``is_greedy`` candidate), over the problems that have one
 ``max_gen_prob``              highest generation log-prob ("ML"; needs log-probs)
 ``max_norm_gen_prob``         highest per-token mean generation log-prob (needs token counts)
 ``ml_ep``                     highest generation log-prob among programs that execute without
@@ -21,8 +22,9 @@ agree to the last digit. Method keys, in display order (:data:`METHODS`):
 ``oracle``                    any correct candidate (pass@k upper bound)
 ============================  ================================================================
 
-A method is absent when its inputs are (no log-probs, no greedy mark, no verifier scores, no
-execution status: ``CandidateArrays.errored_known``).
+A method is absent when its inputs are (no log-probs, no greedy decode, no verifier scores, no
+execution status: ``CandidateArrays.errored_known``); :func:`format_table` says so for greedy
+(:data:`GREEDY_UNAVAILABLE`), never counting an unknown greedy decode as wrong or as the first sample.
 Errored programs are counted as LEVER does in every method: they never join a group
 (``lever_jax.data.arrays``), they cast no vote in ``voting_error_free`` and are skipped by
 ``ml_ep``; everywhere else they are ordinary (wrong) candidates. The generation log-prob that
@@ -207,8 +209,13 @@ def accuracy_curves(
 EXTRA_LABELS: dict[str, str] = {"lever_count_fallback": "LEVER (summing), count-based P_LM (ablation)"}
 
 
+GREEDY_UNAVAILABLE = ("greedy decode (`greedy`): unavailable -- no problem of this pool has a greedy program "
+                      "(a candidate marked `is_greedy` or a problem-level `greedy`, docs/data_format.md)")
+
+
 def format_table(table: Mapping[str, MethodResult], title: str = "") -> str:
-    """Markdown table: method | key | accuracy | 95% CI (a method over fewer problems says so)."""
+    """Markdown table: method | key | accuracy | 95% CI (a method over fewer problems says so);
+    a table without a ``greedy`` row ends with :data:`GREEDY_UNAVAILABLE`."""
     total = max((r.num_problems for r in table.values()), default=0)
     lines = [f"### {title}", ""] if title else []
     lines += ["| method | key | accuracy (%) | 95% CI |", "|---|---|---:|---:|"]
@@ -217,6 +224,8 @@ def format_table(table: Mapping[str, MethodResult], title: str = "") -> str:
         if r.num_problems != total:
             label += f" ({r.num_problems} of {total} problems)"
         lines.append(f"| {label} | `{name}` | {100 * r.ci.mean:.1f} | [{100 * r.ci.low:.1f}, {100 * r.ci.high:.1f}] |")
+    if "greedy" not in table:
+        lines += ["", GREEDY_UNAVAILABLE]
     return "\n".join(lines)
 
 

@@ -5,7 +5,8 @@ use), one JSON object per line:
 
     {"metadata": {<the original example>},
      "gold_program":      {"code", "exec_result", "exec_match", ...},            # optional
-     "generated_program": {"code", "exec_result", "exec_match", ...},            # greedy, optional
+     "generated_program": {"code" | "program", "exec_result",                    # greedy, optional
+                           "exec_match" | "exec_acc", ...},
      "generated_programs": [{"code", "lower_code", "exec_result", "exec_match",
                              "program_count", "gen_prob", "norm_gen_prob"}, ...]}
 
@@ -27,6 +28,12 @@ WikiTQ's ``original_answer`` is LEVER's ``|``-joined string (split on ``|``; a l
 (``context["gold_sql"]``) and MBPP its gold program (else ``metadata.code``); Spider's gold is
 ``metadata.query``. Candidates are kept one per program dict, as LEVER's readers keep them (no
 merging of equal programs; ``merge_duplicates=True`` merges identical texts, the older behaviour).
+
+``generated_program`` is the greedy decode (LEVER's prediction files write it as
+``{"program", "exec_result", "exec_acc", "exec_rate"}``; the ``code`` / ``exec_match`` spelling of
+the sample dicts is read too). Candidates equal to it are marked ``is_greedy``; when none is, it
+becomes the problem's ``greedy`` program (data contract: executed like a candidate, never
+reranked), so the greedy baseline counts every problem that has a greedy decode.
 
 By default only candidates are imported (samples file; re-execute with ``lever-jax execute``).
 ``recorded_execution=True`` also fills ``execution`` from ``exec_result``/``exec_match`` the way
@@ -155,7 +162,7 @@ def _mbpp_recorded(states: list[Any], error_key: str, correct: bool) -> Executio
                      details={"recorded": True, "tests": details})
 
 
-def lever_execution(dataset: str, pid: str, index: int, exec_result: Any, exec_match: Any) -> Execution:
+def lever_execution(dataset: str, pid: str, index: int | str, exec_result: Any, exec_match: Any) -> Execution:
     """An :class:`Execution` from LEVER's recorded ``exec_result`` / ``exec_match``, rendered as
     LEVER's verifier readers render it and keyed as its ``exec_result_eq`` groups (module doc)."""
     correct = _exec_match(exec_match)
@@ -261,5 +268,25 @@ def import_lever(path: PathLike, dataset: str | None = None, split: str | None =
                 is_greedy=greedy_code is not None and code == greedy_code,
                 execution=execution,
             ))
+        outside = None
+        if greedy_code is not None and not any(c.is_greedy for c in candidates):
+            outside = _greedy_program(greedy, greedy_code, dataset, pid, source, record, path, lineno)
         yield Problem(pid, dataset, question, context, gold,
-                      merge_candidates(candidates) if merge_duplicates else tuple(candidates))
+                      merge_candidates(candidates) if merge_duplicates else tuple(candidates), greedy=outside)
+
+
+def _greedy_program(info: Mapping[str, Any], code: str, dataset: str, pid: str, source: str, record: bool,
+                    path: PathLike, lineno: int) -> Candidate:
+    """The problem-level greedy program from ``generated_program`` (not among the samples)."""
+    gen, norm = info.get("gen_prob"), info.get("norm_gen_prob")
+    num_tokens = max(1, round(gen / norm)) if isinstance(gen, (int, float)) and isinstance(norm, (int, float)) \
+        and norm != 0 else None
+    execution = None
+    if record:
+        match = info.get("exec_match", info.get("exec_acc"))
+        if "exec_result" not in info or match is None:
+            raise DataFileError(path, lineno, "generated_program.exec_result",
+                                "missing (or exec_match / exec_acc; needed for recorded execution)")
+        execution = lever_execution(dataset, pid, "greedy", info["exec_result"], match)
+    return Candidate(program=code, gen_logprob=None if not isinstance(gen, (int, float)) else float(gen),
+                     num_tokens=num_tokens, source=source, execution=execution)
