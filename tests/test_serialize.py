@@ -148,6 +148,11 @@ def test_gsm8k_hand_checked():
     assert serialize(p, err).endswith(" | answer = x | ERROR: program failed to execute") and target_text(err) == "no"
     none = Candidate("x = 1", execution=Execution("error", "e2", "ERROR", error="the program defines no answer variable"))
     assert serialize(p, none).endswith(" | x = 1 | ERROR: no answer variable")
+    forged = Candidate("raise Exception('no answer')",
+                       execution=Execution("error", "e3", "ERROR", error="Exception: no answer"))
+    assert serialize(p, forged).endswith("| ERROR: program failed to execute")  # the program's words decide nothing
+    lever = Candidate("ans = 1", execution=Execution("error", "e4", "ERROR: no answer variable", error="whatever"))
+    assert serialize(p, lever).endswith("| ERROR: no answer variable")  # LEVER convention: the executor's own text
     assert serialize(p, err, LEGACY).endswith(" | answer = x | ERROR")
     assert serialize(p, c, LEGACY).endswith(" | Blue = 2\n\nwhite = Blue / 2  # Half\nanswer = Blue + white | "
                                             "{'Blue': '2', 'white': '1.0', 'answer': '3.0'}")

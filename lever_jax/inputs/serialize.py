@@ -31,6 +31,7 @@ import re
 from typing import Any, Callable, Mapping
 
 from lever_jax.data.schema import Candidate, Execution, Problem
+from lever_jax.execution.python_gsm8k import NO_ANSWER_ERROR
 
 YES, NO = "yes", "no"
 SQL_DATASETS = ("spider", "wikitq", "wikitq_binder")
@@ -143,7 +144,11 @@ def _gsm8k_result(candidate: Candidate, options: SerializeOptions) -> str:
     if options.style == "lever" and execution.status != "ok":
         if _recorded(execution):  # LEVER's own string
             return execution.result_text
-        return GSM8K_NO_ANSWER if "no answer" in (execution.error or "") else GSM8K_FAILED
+        if execution.result_text in (GSM8K_NO_ANSWER, GSM8K_FAILED):  # the executor's LEVER convention
+            return execution.result_text
+        # The executor writes this exact error itself; a raised exception's message carries its type
+        # ("Exception: ..."), so a program cannot pass for "no answer" by raising the same words.
+        return GSM8K_NO_ANSWER if execution.error == NO_ANSWER_ERROR else GSM8K_FAILED
     return _result_text(candidate, options)
 
 
