@@ -108,10 +108,14 @@ def test_train_resume_eval_rerank_on_gcs(gcs, jax_cache, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_unknown_scheme_is_one_line(tmp_path):
-    """A URL whose filesystem is unavailable is a user error: one line, exit 2, no ./nope: folder."""
-    out = subprocess.run(cli_command("rerank") + ["--input", "nope://bucket/x.executed.jsonl"], cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+@pytest.mark.parametrize("command", ["rerank", "train"])
+def test_unknown_scheme_is_one_line(tmp_path, command):
+    """A URL whose filesystem is unavailable is a user error: one line, exit 2, no ./nope: folder
+    (train checks MODEL_DIR before it loads any data)."""
+    args = (["--input", "nope://bucket/x.executed.jsonl"] if command == "rerank" else _args("nope://bucket/run"))
+    out = subprocess.run(cli_command(command) + args, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 2, out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1 and "nope://" in out.stderr
+    errors = [line for line in out.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and "nope://" in errors[0], out.stderr
     assert not list(tmp_path.iterdir())

@@ -128,6 +128,13 @@ def _filesystem(path: PathLike) -> Any:
         raise CloudPathError(f"{path}: no filesystem for {proto}:// ({err})") from None
 
 
+def require(path: PathLike) -> None:
+    """Fail now, in one line (:class:`CloudPathError`), if ``path`` is a URL whose filesystem is
+    unavailable -- before a long job gets to its first write there. Local paths: nothing to check."""
+    if is_remote(path):
+        _filesystem(path)
+
+
 def join(base: PathLike, *parts: str) -> str:
     """``base/part/...`` for local paths and URLs alike (URLs keep their ``scheme://``)."""
     if not is_remote(base):

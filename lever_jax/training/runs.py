@@ -261,6 +261,7 @@ def train(
 
     ``data_dir``: where task names are looked up first (``<dataset>/<split>.executed.jsonl.gz``;
     default: gin ``discover_specs.data_dir`` / ``$LEVER_JAX_DATA_DIR``, then the bundled pools)."""
+    paths.require(model_dir)  # a gs:// MODEL_DIR without gcsfs: one line now, not after loading the data
     length = _inputs_length(task_feature_lengths, inputs_length)
     if pipeline not in ("numpy", "seqio"):
         raise UserError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
@@ -458,6 +459,9 @@ def evaluate(
     from lever_jax.rerank.scores_file import default_gen_normalize, eval_scores_document
 
     _one_of(eval_task, eval_file, "eval", required=True)
+    for where in (model_dir, output, output_dir):
+        if where:
+            paths.require(where)
     length = _inputs_length(task_feature_lengths, inputs_length)
     spec = file_spec(eval_file) if eval_file is not None else resolve_task(eval_task, data_dir)
     tok = get_vocabulary()
