@@ -69,7 +69,7 @@ def configure_remote() -> None:
     """Make orbax (etils epath + tensorstore) read and write remote paths as this module does.
 
     - ``EPATH_USE_TF=false`` (unless set): epath's ``gs://`` backend is fsspec/gcsfs, not
-      ``tf.io.gfile`` (which knows no emulator and is a second client to configure).
+      ``tf.io.gfile`` (a second client with its own credentials and endpoint settings).
     - With ``STORAGE_EMULATOR_HOST``: fsspec's ``gs``/``gcs`` protocols use gcsfs's JSON-API
       filesystem with anonymous access (its default first asks a gRPC control service the
       emulator lacks, 60 s per call), tensorstore's GCS driver is sent to the emulator
