@@ -23,6 +23,12 @@ Examples are streamed (``seqio.FunctionDataSource`` over ``tf.data.Dataset.from_
 per candidate, carrying the rerank fields (see ``lever_jax.inputs.examples``). Output features:
 ``inputs`` and ``targets`` with the gin-chosen vocabulary (``get_vocabulary.name``; or a fixed
 ``vocab_name``). Use :func:`lever_jax.seqio.feature_converters.feature_converter` for model features.
+Pre-tokenising large pools: the tasks carry a ``seqio.CacheDatasetPlaceholder`` after tokenising
+(before the length-dependent framing), so ``python -m seqio.scripts.cache_tasks_main
+--module_import=tasks.lever_tasks --tasks=NAME --output_cache_dir=DIR`` caches them with Apache Beam
+(DirectRunner locally, Dataflow by ``--pipeline_options``); ``LEVER_JAX_SEQIO_CACHE_DIR=DIR`` makes
+``get_dataset(use_cached=True)`` read them (:func:`cached_dir`). The cache records the vocabulary:
+reading it under another one is an error, not silently wrong ids.
 Evaluation: score metric :func:`lever_jax.rerank.grouping.make_rerank_metric_fn` (GSM8k: length-
 normalised generation log-prob, as LEVER); it needs only a ``score_fn`` in ``seqio.Evaluator``.
 """
@@ -44,6 +50,7 @@ from tasks.preprocessors import EXAMPLE_SIGNATURE, frame_verifier_inputs, tokeni
 
 SEQIO_SPLITS = ("train", "validation", "test")
 TRAIN_MIXTURE = "lever_verify_all_train"
+CACHE_DIR_ENV = "LEVER_JAX_SEQIO_CACHE_DIR"
 REGISTERED_SPECS: dict[str, TaskSpec] = {}
 
 
@@ -79,6 +86,7 @@ def register_task(
         source=seqio.FunctionDataSource(_dataset_fn(spec, options), splits=SEQIO_SPLITS),
         preprocessors=[
             functools.partial(tokenize_verifier, vocab_name=vocab_name),
+            seqio.CacheDatasetPlaceholder(),  # what seqio's cache_tasks_main stores: ids, no length cut
             functools.partial(frame_verifier_inputs, side=spec.side(options), targets_eos=targets_eos, vocab_name=vocab_name),
         ],
         output_features=output_features(vocab_name),
@@ -126,6 +134,25 @@ def spec_of(task_name: str) -> TaskSpec:
         raise KeyError(f"no lever task {task_name!r}; registered: {', '.join(sorted(REGISTERED_SPECS)) or 'none'}") from None
 
 
+def cached_dir(task_name: str) -> str | None:
+    """Where seqio found ``task_name`` pre-tokenised by ``seqio.scripts.cache_tasks_main`` (under a
+    ``$LEVER_JAX_SEQIO_CACHE_DIR`` directory or ``seqio.add_global_cache_dirs``); None: not cached.
+    Read it with ``task.get_dataset(..., use_cached=True)``; the cached examples are shuffled, so
+    sort by (``problem_index``, ``candidate_index``) for the uncached order."""
+    task = seqio.get_mixture_or_task(task_name)
+    if not getattr(task, "supports_caching", False):
+        return None
+    return task.cache_dir
+
+
+def _add_cache_dirs() -> None:
+    """``LEVER_JAX_SEQIO_CACHE_DIR`` (comma-separated) joins seqio's global cache directories."""
+    dirs = [d for d in os.environ.get(CACHE_DIR_ENV, "").split(",") if d.strip()]
+    if dirs:
+        seqio.add_global_cache_dirs(dirs)
+
+
+_add_cache_dirs()
 # Register what is visible at import time (env var + bundled pools); call register_lever_tasks()
 # again after changing LEVER_JAX_DATA_DIR or gin bindings.
 if os.environ.get("LEVER_JAX_NO_AUTO_REGISTER") != "1":

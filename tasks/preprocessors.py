@@ -17,10 +17,16 @@ _TF_TYPES = {str: tf.string, int: tf.int32, float: tf.float32}
 EXAMPLE_SIGNATURE = {name: tf.TensorSpec(shape=(), dtype=_TF_TYPES[kind]) for name, kind in EXAMPLE_FIELDS.items()}
 
 
+VOCABULARY_FEATURE = "tokens_vocabulary"
+
+
 def tokenize_verifier(dataset: tf.data.Dataset, vocab_name: str | None = None) -> tf.data.Dataset:
     """``inputs`` -> ids (no special tokens); ``targets`` -> ``[yes_id]`` / ``[no_id]``.
 
-    Keeps ``inputs_pretokenized`` / ``targets_pretokenized`` copies (for metrics and decoding).
+    Keeps ``inputs_pretokenized`` / ``targets_pretokenized`` copies (for metrics and decoding) and
+    the vocabulary's name (``tokens_vocabulary``): the SeqIO cache (``seqio.CacheDatasetPlaceholder``
+    follows this step) stores these ids, and :func:`frame_verifier_inputs` refuses ids made with
+    another vocabulary than the one now chosen.
     """
     tok = get_vocabulary(vocab_name) if vocab_name else get_vocabulary()
     vocab = seqio_vocabulary(tok.spec)
@@ -33,6 +39,7 @@ def tokenize_verifier(dataset: tf.data.Dataset, vocab_name: str | None = None) -
         out["inputs"] = tf.cast(vocab.encode_tf(ex["inputs"]), tf.int32)
         is_yes = tf.equal(ex["targets"], "yes")
         out["targets"] = tf.reshape(tf.where(is_yes, tok.yes_id, tok.no_id), [1])
+        out[VOCABULARY_FEATURE] = tf.constant(tok.spec)
         return out
 
     return dataset.map(fn, num_parallel_calls=tf.data.AUTOTUNE)
@@ -59,6 +66,11 @@ def frame_verifier_inputs(
     @tf.autograph.experimental.do_not_convert  # plain TF ops: skip autograph (faster tracing)
     def fn(ex: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         out = dict(ex)
+        made_with = out.pop(VOCABULARY_FEATURE, None)
+        if made_with is not None:  # ids from tokenize_verifier, possibly read back from a SeqIO cache
+            tf.debugging.assert_equal(made_with, tf.constant(tok.spec), message=(
+                f"the task's cached ids were made with another vocabulary than {tok.spec!r}: rebuild the "
+                "cache (seqio cache_tasks_main) with this vocabulary, or read the task uncached"))
         ids = ex["inputs"]
         if budget is not None:
             if side == "left":

@@ -1,12 +1,13 @@
 """A local Google Cloud Storage emulator (PyPI ``gcp-storage-emulator``) for tests: no mock.
 
 ``emulator()`` starts it bound to 127.0.0.1 on a free port, in memory, with one bucket, and sets
-``STORAGE_EMULATOR_HOST`` so that gcsfs (``lever_jax.data.paths``) talks to it."""
+``STORAGE_EMULATOR_HOST`` so that gcsfs (``lever_jax.data.paths``) talks to it; orbax's tensorstore
+follows via ``lever_jax.data.paths.configure_remote``. The server is the package's own, with the
+two real-GCS behaviours tensorstore needs added (tests/gcs_emulator_server.py)."""
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
@@ -29,15 +32,13 @@ def emulator(bucket: str = "lever-test") -> Iterator[str]:
     """Yield the emulator's URL with ``bucket`` created; skip the test if the package is absent."""
     pytest.importorskip("gcsfs")
     pytest.importorskip("gcp_storage_emulator")
-    exe = shutil.which("gcp-storage-emulator", path=str(Path(sys.executable).parent)) or shutil.which(
-        "gcp-storage-emulator")
-    if exe is None:
-        pytest.skip("gcp-storage-emulator not on PATH")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([exe, "start", "--host", "127.0.0.1", "--port", str(port), "--in-memory",
-                             "--default-bucket", bucket, "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The package's server with the generation headers and preconditions of real GCS that
+    # tensorstore needs (tests/gcs_emulator_server.py).
+    proc = subprocess.Popen([sys.executable, "-m", "tests.gcs_emulator_server", "start", "--host", "127.0.0.1",
+                             "--port", str(port), "--in-memory", "--default-bucket", bucket, "--quiet"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     old = os.environ.get("STORAGE_EMULATOR_HOST")
     try:
         deadline = time.monotonic() + 30

@@ -8,6 +8,11 @@ path fails with one line saying which extra to install -- never a local folder `
 
 Writes to object stores are staged in a local temporary file and uploaded in one request on
 success: an object appears whole or not at all, the same guarantee ``os.replace`` gives locally.
+
+Libraries that do their own I/O are pointed at the same store by :func:`configure_remote`
+(called before any remote use): orbax's etils ``epath`` goes through fsspec/gcsfs too (not
+``tf.io.gfile``), and with an emulator set, tensorstore (orbax's array writer) talks to it as well
+(``TENSORSTORE_GCS_HTTP_URL``) with a fixed test token instead of looking for credentials.
 """
 from __future__ import annotations
 
@@ -19,13 +24,16 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from lever_jax.data.errors import UserError
+
 PathLike = str | os.PathLike
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
 
-class CloudPathError(RuntimeError):
-    """A remote path was given but its filesystem is unavailable (missing package, bad URL)."""
+class CloudPathError(UserError, RuntimeError):
+    """A remote path was given but its filesystem is unavailable (missing package, bad URL):
+    one line naming the path and what to install (the cli prints it, exit 2)."""
 
 
 def scheme(path: PathLike) -> str | None:
@@ -46,8 +54,58 @@ def local(path: PathLike) -> Path:
     return Path(text[len("file://"):] if text.startswith("file://") else text)
 
 
+def emulator_url() -> str | None:
+    """``http://HOST:PORT`` of the GCS emulator named by ``STORAGE_EMULATOR_HOST`` (None: real GCS)."""
+    host = os.environ.get(EMULATOR_ENV, "").strip().rstrip("/")
+    if not host:
+        return None
+    return host if "://" in host else f"http://{host}"
+
+
+_configured: list[str | None] = []
+
+
+def configure_remote() -> None:
+    """Make orbax (etils epath + tensorstore) read and write remote paths as this module does.
+
+    - ``EPATH_USE_TF=false`` (unless set): epath's ``gs://`` backend is fsspec/gcsfs, not
+      ``tf.io.gfile`` (a second client with its own credentials and endpoint settings).
+    - With ``STORAGE_EMULATOR_HOST``: fsspec's ``gs``/``gcs`` protocols use gcsfs's JSON-API
+      filesystem with anonymous access (its default first asks a gRPC control service the
+      emulator lacks, 60 s per call), tensorstore's GCS driver is sent to the emulator
+      (``TENSORSTORE_GCS_HTTP_URL``) and given a fixed token (``GOOGLE_AUTH_TOKEN_FOR_TESTING``).
+    Idempotent; environment variables already set are left alone."""
+    url = emulator_url()
+    previous = _configured[-1] if _configured else None
+    if _configured and previous == url:
+        return
+    _configured.append(url)
+    os.environ.setdefault("EPATH_USE_TF", "false")
+    try:
+        import fsspec
+        import fsspec.config
+    except ImportError:  # pragma: no cover - fsspec ships with orbax
+        return
+    for proto in ("gs", "gcs"):
+        # No cached listings: tensorstore and other processes (multi-host) write behind gcsfs's back.
+        fsspec.config.conf.setdefault(proto, {})["use_listings_cache"] = False
+    if url is None:
+        return
+    if os.environ.get("TENSORSTORE_GCS_HTTP_URL") in (None, previous):  # not the user's own setting
+        os.environ["TENSORSTORE_GCS_HTTP_URL"] = url
+    os.environ.setdefault("GOOGLE_AUTH_TOKEN_FOR_TESTING", "emulator")
+    try:
+        from gcsfs.core import GCSFileSystem
+    except ImportError:
+        return  # _filesystem names the extra to install
+    for proto in ("gs", "gcs"):
+        fsspec.register_implementation(proto, GCSFileSystem, clobber=True)
+        fsspec.config.conf[proto]["token"] = "anon"
+
+
 def _filesystem(path: PathLike) -> Any:
     """The fsspec filesystem of a remote path (``gcsfs`` talks to the emulator when one is set)."""
+    configure_remote()
     proto = scheme(path)
     try:
         import fsspec
@@ -70,11 +128,63 @@ def _filesystem(path: PathLike) -> Any:
         raise CloudPathError(f"{path}: no filesystem for {proto}:// ({err})") from None
 
 
+def require(path: PathLike) -> None:
+    """Fail now, in one line (:class:`CloudPathError`), if ``path`` is a URL whose filesystem is
+    unavailable -- before a long job gets to its first write there. Local paths: nothing to check."""
+    if is_remote(path):
+        _filesystem(path)
+
+
 def join(base: PathLike, *parts: str) -> str:
     """``base/part/...`` for local paths and URLs alike (URLs keep their ``scheme://``)."""
     if not is_remote(base):
         return os.fspath(local(base).joinpath(*parts))
     return "/".join([os.fspath(base).rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def basename(path: PathLike) -> str:
+    """The last component of a local path or URL (``gs://b/d/x.json`` -> ``x.json``)."""
+    if not is_remote(path):
+        return local(path).name
+    return os.fspath(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def parent(path: PathLike) -> str:
+    """The directory holding ``path`` (URLs keep their ``scheme://``)."""
+    if not is_remote(path):
+        return os.fspath(local(path).parent)
+    text = os.fspath(path).rstrip("/")
+    head = text.rsplit("/", 1)[0]
+    return head if head.count("/") >= 2 else text  # gs://bucket is its own parent
+
+
+def sibling(path: PathLike, name: str) -> str:
+    """The path named ``name`` in the directory of ``path``."""
+    return join(parent(path), name)
+
+
+def location(path: PathLike) -> Path | str:
+    """A local path as a :class:`Path`, a URL as its string (``Path`` would fold ``gs://`` to ``gs:/``)."""
+    return os.fspath(path) if is_remote(path) else local(path)
+
+
+def version_key(path: PathLike) -> tuple[str, int, str]:
+    """(path, size, version) changing whenever the file does: the local mtime, an object's
+    generation (or etag). FileNotFoundError when there is no such file."""
+    if not is_remote(path):
+        st = os.stat(local(path))
+        return os.fspath(path), st.st_size, str(st.st_mtime_ns)
+    info = _filesystem(path).info(os.fspath(path))
+    version = info.get("generation") or info.get("etag") or info.get("updated") or info.get("mtime") or ""
+    return os.fspath(path), int(info.get("size") or 0), str(version)
+
+
+def read_text(path: PathLike) -> str:
+    return read_bytes(path).decode("utf-8")
+
+
+def write_text_atomic(path: PathLike, text: str) -> None:
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def exists(path: PathLike) -> bool:
@@ -97,11 +207,24 @@ def makedirs(path: PathLike) -> None:
 
 def listdir(path: PathLike) -> list[str]:
     """Full paths of the entries directly under ``path``, sorted."""
+    return [name for name, _ in list_entries(path)]
+
+
+def list_entries(path: PathLike) -> list[tuple[str, bool]]:
+    """(full path, is a directory) of the entries directly under ``path``, sorted (one request
+    for a remote listing: object stores report their "directories" as common prefixes)."""
     if not is_remote(path):
-        return sorted(os.fspath(p) for p in local(path).iterdir())
+        return sorted((os.fspath(p), p.is_dir()) for p in local(path).iterdir())
     fs = _filesystem(path)
     prefix = f"{scheme(path)}://"
-    return sorted(e if e.startswith(prefix) else prefix + e for e in fs.ls(os.fspath(path), detail=False))
+    own = os.fspath(path).rstrip("/").removeprefix(prefix)
+    out = []
+    for entry in fs.ls(os.fspath(path), detail=True):
+        name = entry["name"].rstrip("/")
+        if name.removeprefix(prefix) == own:
+            continue  # some stores list the directory marker itself
+        out.append((name if name.startswith(prefix) else prefix + name, entry.get("type") == "directory"))
+    return sorted(out)
 
 
 def glob(pattern: str) -> list[str]:

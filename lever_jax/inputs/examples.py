@@ -38,6 +38,7 @@ from typing import Any, Iterator, Mapping
 import gin
 
 from lever_jax.data import folds as folds_lib
+from lever_jax.data import paths
 from lever_jax.data.bundled import bundled_path
 from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import DataFileError, iter_json_lines, read_problems
@@ -80,7 +81,7 @@ class TaskSpec:
     name: str
     dataset: str  # a serializer dataset name (gsm8k, mbpp, ...); the pool uses gsm8k
     split: str
-    path: Path
+    path: Path | str  # a local Path, or a URL string (gs://...) read through lever_jax.data.paths
     fold: int | None = None
     fold_role: str | None = None
     num_folds: int = DEFAULT_NUM_FOLDS
@@ -118,7 +119,7 @@ class TaskSpec:
 
 
 @functools.lru_cache(maxsize=32)
-def _file_ids(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], str | None]:
+def _file_ids(path: str, size: int, version: str) -> tuple[tuple[str, ...], str | None]:
     ids, dataset = [], None
     for line, obj in iter_json_lines(path):
         if not isinstance(obj, dict) or not isinstance(obj.get("problem_id"), str):
@@ -128,9 +129,8 @@ def _file_ids(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], str
     return tuple(ids), dataset
 
 
-def _stat_key(path: str | os.PathLike) -> tuple[str, int, int]:
-    st = os.stat(path)
-    return str(path), st.st_mtime_ns, st.st_size
+def _stat_key(path: str | os.PathLike) -> tuple[str, int, str]:
+    return paths.version_key(path)  # local mtime or an object's generation
 
 
 def file_problem_ids(path: str | os.PathLike) -> tuple[str, ...]:
@@ -145,10 +145,10 @@ def file_spec(path: str | os.PathLike, role: str | None = None, dataset: str | N
     ``role`` None: every problem; 'train' / 'dev': the file split by a seeded dev slice.
     ``dataset`` None: the file's own ``dataset`` field (of its first problem).
     """
-    path = Path(path)
-    if path.is_dir():
+    path = paths.location(path)
+    if paths.isdir(path):
         raise DataFileError(path, None, "path", "is a directory, expected an executed JSONL(.gz) file")
-    if not path.exists():
+    if not paths.exists(path):
         raise DataFileError(path, None, "path", "no such file")
     ids, file_dataset = _file_ids(*_stat_key(path))
     if not ids:
@@ -156,8 +156,10 @@ def file_spec(path: str | os.PathLike, role: str | None = None, dataset: str | N
     dataset = _serializer_dataset(dataset or file_dataset or "")
     if dataset not in SERIALIZER_DATASETS:
         raise DataFileError(path, 1, "dataset", f"{dataset!r} is not one of {', '.join(SERIALIZER_DATASETS)}")
-    name = f"file:{path.name}" + (f":{role}" if role else "")
-    return TaskSpec(name, dataset, _split_of(path) or path.stem, path, fold=None, fold_role=role,
+    base = paths.basename(path)
+    name = f"file:{base}" + (f":{role}" if role else "")
+    stem = base.rsplit(".", 1)[0] if "." in base else base
+    return TaskSpec(name, dataset, _split_of(path) or stem, path, fold=None, fold_role=role,
                     fold_seed=seed, dev_fraction=dev_fraction)
 
 
@@ -165,27 +167,30 @@ def task_name(dataset: str, split: str) -> str:
     return f"lever_verify_{dataset}_{split}"
 
 
-def _split_of(path: Path) -> str | None:
+def _split_of(path: Path | str) -> str | None:
+    base = paths.basename(path)
     for suffix in SUFFIXES:
-        if path.name.endswith(suffix):
-            split = path.name[: -len(suffix)]
+        if base.endswith(suffix):
+            split = base[: -len(suffix)]
             return split if _NAME_RE.match(split) else None
     return None
 
 
-def discover_files(data_dir: str | os.PathLike) -> dict[tuple[str, str], Path]:
-    """``{(dataset, split): path}`` for every ``<dataset>/<split>.executed.jsonl[.gz]`` under ``data_dir``."""
-    root = Path(data_dir)
-    if not root.is_dir():
+def discover_files(data_dir: str | os.PathLike) -> dict[tuple[str, str], Path | str]:
+    """``{(dataset, split): path}`` for every ``<dataset>/<split>.executed.jsonl[.gz]`` under ``data_dir``
+    (a local directory or a URL, e.g. ``gs://bucket/data``: paths are then URL strings)."""
+    root = paths.location(data_dir)
+    if not paths.isdir(root):
         raise FileNotFoundError(f"data dir not found: {root} (set {DATA_DIR_ENV} or pass data_dir)")
-    found: dict[tuple[str, str], Path] = {}
-    for dataset_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        if not _NAME_RE.match(dataset_dir.name):
+    found: dict[tuple[str, str], Path | str] = {}
+    for dataset_dir, is_dir in paths.list_entries(root):
+        name = paths.basename(dataset_dir)
+        if not is_dir or not _NAME_RE.match(name):
             continue
-        for path in sorted(dataset_dir.iterdir()):
+        for path, _ in paths.list_entries(dataset_dir):
             split = _split_of(path)
             if split is not None:
-                found.setdefault((dataset_dir.name, split), path)  # .gz listed first wins
+                found.setdefault((name, split), paths.location(path))  # .gz listed first wins
     return found
 
 
@@ -215,7 +220,7 @@ def _serializer_dataset(dataset: str) -> str:
     return dataset[: -len(POOL_SUFFIX)] if is_pool(dataset) else dataset
 
 
-def fold_specs(dataset: str, split: str, path: Path, num_folds: int, fold_seed: int, prefix: str,
+def fold_specs(dataset: str, split: str, path: Path | str, num_folds: int, fold_seed: int, prefix: str,
                dev_fraction: float = DEFAULT_DEV_FRACTION) -> list[TaskSpec]:
     """``{prefix}_fold{i}_{train,dev,eval}`` specs over one pool file."""
     return [
@@ -242,7 +247,7 @@ def discover_specs(
     (:data:`DEFAULT_POOLS`, or the only one) also ``lever_verify_gsm8k_pool_fold{i}_{train,dev,eval}``.
     """
     data_dir = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
-    files: dict[tuple[str, str], Path] = {}
+    files: dict[tuple[str, str], Path | str] = {}
     if data_dir is not None:
         files.update(discover_files(data_dir))
     if include_bundled:

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from lever_jax.data import paths
 from lever_jax.data.arrays import CandidateArrays, from_flat
 from lever_jax.data.jsonl import DataFileError
 from lever_jax.rerank import scoring, statistics, table as table_lib
@@ -164,11 +164,11 @@ def score_records(eval_set: Any, verifier_logprob: np.ndarray,
 
 def load_scores(path: str | os.PathLike) -> dict[str, Any]:
     """Read and check a scores file; DataFileError (one line: file, field) on anything malformed."""
-    path = Path(path)
-    if path.is_dir():
+    path = paths.location(path)  # a local path or a URL (gs://...)
+    if paths.isdir(path):
         raise DataFileError(path, None, None, "is a directory, expected a scores JSON file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = paths.read_text(path)
     except FileNotFoundError:
         raise DataFileError(path, None, None, "no such file") from None
     except (OSError, UnicodeDecodeError) as err:

@@ -12,17 +12,23 @@ with the highest dev metric (`best_fn` over the eval metrics saved with the step
 without metrics are only kept while among the latest). Restoring takes an abstract tree whose
 leaves are `jax.ShapeDtypeStruct(shape, dtype, sharding=...)`, so every array is read straight
 into its (possibly multi-host) sharded layout.
+
+MODEL_DIR may be a URL (``gs://bucket/run``): orbax reads and writes it through etils ``epath``
+(fsspec/gcsfs) and tensorstore, both set up by :func:`lever_jax.data.paths.configure_remote`. On
+GCS orbax marks a finished step with ``commit_success.txt`` instead of a rename, so a step that a
+kill interrupts is never taken for the latest.
 """
 from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+
+from lever_jax.data import paths
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +55,17 @@ def abstract_like(tree: Any, shardings: Any = None) -> Any:
                         tree, shardings)
 
 
+def checkpoint_directory(model_dir: str | os.PathLike) -> Any:
+    """``MODEL_DIR/checkpoints`` as orbax wants it: an absolute :class:`Path`, or an etils
+    ``epath.Path`` for a URL (``Path('gs://b')`` would become a local folder ``gs:/b``)."""
+    if paths.is_remote(model_dir):
+        from etils import epath
+
+        paths.configure_remote()
+        return epath.Path(paths.join(model_dir, CHECKPOINT_SUBDIR))
+    return paths.local(model_dir).absolute() / CHECKPOINT_SUBDIR
+
+
 class Checkpointer:
     """Periodic + best-by-metric checkpoints of (state, data position, RNG), exact resume."""
 
@@ -59,7 +76,7 @@ class Checkpointer:
             raise ValueError("Checkpointer.keep_latest must be >= 1 (resuming needs the latest step)")
         if best_mode not in ("max", "min"):
             raise ValueError(f"best_mode must be 'max' or 'min', got {best_mode!r}")
-        self.directory = Path(model_dir).absolute() / CHECKPOINT_SUBDIR
+        self.directory = checkpoint_directory(model_dir)
         self.best_metric = best_metric
         policies: list[Any] = [ocp.checkpoint_managers.LatestN(n=keep_latest)]
         best_fn: Optional[Callable[[Mapping[str, Any]], float]] = None

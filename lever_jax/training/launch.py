@@ -68,11 +68,30 @@ def gin_search_paths(extra: list[str] = ()) -> list[Path]:
     return roots + [Path(p) for p in extra]
 
 
+def _tolerate_namespace_packages() -> None:
+    """gin's python-package reader looks ``gin_configs/runs/x.gin`` up as package ``gin_configs.runs``;
+    with the checkout on sys.path (an editable install) that is a namespace package without a
+    file, and gin raises TypeError instead of moving on to the search paths (so an include failed
+    whenever the cwd was not the checkout). Wrap its existence check to answer False instead."""
+    from gin import config as gin_config, resource_reader
+
+    def exists(path: str) -> bool:
+        try:
+            return resource_reader.system_path_file_exists(path)
+        except TypeError:
+            return False
+
+    gin_config._FILE_READERS[:] = [  # noqa: SLF001 - gin has no public way to replace a reader
+        (reader, exists if check is resource_reader.system_path_file_exists else check)
+        for reader, check in gin_config._FILE_READERS]  # noqa: SLF001
+
+
 def parse_gin_files(files: list[str], bindings: list[str], extra_paths: list[str] = ()) -> None:
     """Parse gin files + bindings (search paths: :func:`gin_search_paths`); every gin mistake,
     including a binding of a macro that no file uses (a misspelt name), is one UserError."""
     from lever_jax.training.gin_checks import macros_referenced_in, parse_gin_config
 
+    _tolerate_namespace_packages()
     roots = gin_search_paths(list(extra_paths))
     for path in roots:
         gin.add_config_file_search_path(str(path))

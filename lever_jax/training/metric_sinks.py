@@ -6,17 +6,27 @@ is first cut back to the records with step <= s (rewritten atomically), so a kil
 run ends with exactly the lines of an uninterrupted one. TensorBoard scalars go to
 MODEL_DIR/tensorboard/ via tensorboardX (purge_step drops events past the resumed step).
 Only process 0 writes (multi-host).
+
+MODEL_DIR may be a URL (``gs://bucket/run``, through lever_jax.data.paths). Objects cannot be
+appended to, so the writer keeps a local copy of metrics.jsonl, appends to it, and uploads it whole
+(one atomic object write) at most every ``flush_secs``, at :meth:`MetricsWriter.flush` (the trainer
+calls it before every checkpoint, so a resumed run finds every record up to its step) and on close.
+TensorBoard event files on a URL go through the same layer (:class:`_RemoteEventFile`).
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
-from pathlib import Path
+import shutil
+import tempfile
+import time
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from lever_jax.data import paths
 from lever_jax.data.jsonl import write_json_lines
 
 METRICS_FILE = "metrics.jsonl"
@@ -38,13 +48,12 @@ def to_python(value: Any) -> Any:
 
 def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     """The records of a metrics.jsonl file (a torn last line from a kill is skipped)."""
-    records = []
-    path = Path(path)
-    if not path.exists():
+    records: list[dict[str, Any]] = []
+    if not paths.exists(path):
         return records
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            line = line.strip()
+    with paths.open_binary(path) as handle:
+        for raw in io.TextIOWrapper(handle, encoding="utf-8"):
+            line = raw.strip()
             if not line:
                 continue
             try:
@@ -54,31 +63,83 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
+class _RemoteEventFile:
+    """A TensorBoard event file at a URL: buffered, uploaded whole on every flush (tensorboardX's
+    own ``gs://`` writer does the same through google-cloud-storage; this one uses our path layer)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.buffer = path, io.BytesIO()
+
+    def write(self, data: bytes) -> None:
+        self.buffer.write(data)
+
+    def flush(self) -> None:
+        paths.write_bytes_atomic(self.path, self.buffer.getvalue())
+
+    def close(self) -> None:
+        self.flush()
+
+
+class _RemoteEventFiles:
+    """tensorboardX writer factory for one URL scheme (registered by :func:`_register_tensorboard`)."""
+
+    def open(self, path: str) -> _RemoteEventFile:
+        return _RemoteEventFile(path)
+
+    def directory_check(self, path: str) -> None:
+        paths.makedirs(path)  # object stores need no directories
+
+
+def _register_tensorboard(url: str) -> None:
+    from tensorboardX import record_writer
+
+    record_writer.register_writer_factory(paths.scheme(url), _RemoteEventFiles())
+
+
 class MetricsWriter:
     """Appends step records to metrics.jsonl and TensorBoard; `resume_step` truncates both."""
 
     def __init__(self, model_dir: str | os.PathLike, resume_step: Optional[int] = None,
-                 enabled: bool = True, tensorboard: bool = True) -> None:
+                 enabled: bool = True, tensorboard: bool = True, flush_secs: float = 30.0) -> None:
         self.enabled = enabled
-        self.path = Path(model_dir) / METRICS_FILE
+        self.path = paths.join(model_dir, METRICS_FILE)
         self._tb = None
+        self._tmpdir: Optional[str] = None
+        self._flush_secs, self._uploaded_at = flush_secs, time.monotonic()
         if not enabled:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         records = read_metrics(self.path)
         keep = [r for r in records if resume_step is not None and r.get("step", 0) <= resume_step]
-        if len(keep) != len(records) or (self.path.exists() and resume_step is None):
-            write_json_lines(self.path, keep)
+        self._local = self.path
+        if paths.is_remote(self.path):
+            self._tmpdir = tempfile.mkdtemp(prefix="lever_jax_metrics_")
+            self._local = os.path.join(self._tmpdir, METRICS_FILE)
+            write_json_lines(self._local, keep)
+            if records or resume_step is None:
+                self._upload()
+        else:
+            paths.makedirs(paths.parent(self.path))
+            if len(keep) != len(records) or (paths.exists(self.path) and resume_step is None):
+                write_json_lines(self.path, keep)
         if tensorboard:
             from tensorboardX import SummaryWriter
 
-            self._tb = SummaryWriter(logdir=str(Path(model_dir) / TENSORBOARD_SUBDIR),
+            logdir = paths.join(model_dir, TENSORBOARD_SUBDIR)
+            if paths.is_remote(logdir):
+                _register_tensorboard(logdir)
+            self._tb = SummaryWriter(logdir=logdir,
                                      purge_step=None if resume_step is None else resume_step + 1,
-                                     flush_secs=30)
-        self._handle = open(self.path, "a", encoding="utf-8")
+                                     flush_secs=flush_secs)
+        self._handle = open(self._local, "a", encoding="utf-8")
+
+    def _upload(self) -> None:
+        if self._tmpdir is not None:
+            paths.copy(self._local, self.path)
+            self._uploaded_at = time.monotonic()
 
     def write(self, step: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
-        """Log one record (flushed and fsynced, so a kill loses at most the line in flight)."""
+        """Log one record (flushed and fsynced, so a kill loses at most the line in flight;
+        a remote file is uploaded when ``flush_secs`` have passed since the last upload)."""
         record = {"step": int(step), **{k: to_python(v) for k, v in metrics.items()}}
         if not self.enabled:
             return record
@@ -89,7 +150,14 @@ class MetricsWriter:
             for key, value in record.items():
                 if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
                     self._tb.add_scalar(key, value, global_step=int(step))
+        if self._tmpdir is not None and time.monotonic() - self._uploaded_at >= self._flush_secs:
+            self._upload()
         return record
+
+    def flush(self) -> None:
+        """Make every record written so far durable at MODEL_DIR (a remote upload; locally a no-op)."""
+        if self.enabled:
+            self._upload()
 
     def close(self) -> None:
         if not self.enabled:
@@ -97,3 +165,8 @@ class MetricsWriter:
         self._handle.close()
         if self._tb is not None:
             self._tb.close()
+        try:
+            self._upload()
+        finally:
+            if self._tmpdir is not None:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)

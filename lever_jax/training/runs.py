@@ -27,14 +27,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
 import time
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import gin
 import jax
 import numpy as np
 
+from lever_jax.data import paths
 from lever_jax.data.errors import UserError
 from lever_jax.inputs.examples import TaskSpec, file_spec
 from lever_jax.inputs.feeds import TrainBatcher, load_eval_set, numpy_problems, resolve_task, seqio_problems
@@ -260,6 +261,7 @@ def train(
 
     ``data_dir``: where task names are looked up first (``<dataset>/<split>.executed.jsonl.gz``;
     default: gin ``discover_specs.data_dir`` / ``$LEVER_JAX_DATA_DIR``, then the bundled pools)."""
+    paths.require(model_dir)  # a gs:// MODEL_DIR without gcsfs: one line now, not after loading the data
     length = _inputs_length(task_feature_lengths, inputs_length)
     if pipeline not in ("numpy", "seqio"):
         raise UserError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
@@ -267,7 +269,7 @@ def train(
         raise UserError("train.pipeline='seqio' reads registered SeqIO tasks only: train.add_gold, "
                         "train.data_dir and TRAIN_FILE / DEV_FILE need pipeline='numpy'")
     spec, dev_spec = data_specs(train_task, train_file, dev_task, dev_file, dev_fraction, seed, data_dir)
-    model_dir_path = Path(model_dir)
+    model_dir_path = paths.location(model_dir)  # a local Path or a URL (gs://...): lever_jax.data.paths
     lead = jax.process_index() == 0
     tok = get_vocabulary()
     model = configured_model(model, tok)
@@ -302,7 +304,7 @@ def train(
     start, state = _open_checkpoints(ckpt, trainer, seed, batcher.num_problems, init_params, model)
     writer = MetricsWriter(model_dir_path, resume_step=start if start else None, enabled=lead)
     if lead:
-        (model_dir_path / "config.gin").write_text(gin.operative_config_str() + argv_note)
+        paths.write_text_atomic(paths.join(model_dir_path, "config.gin"), gin.operative_config_str() + argv_note)
     loop = _Loop(trainer, batcher, eval_set, writer, ckpt, problems_per_batch, log_every, checkpoint_every,
                  eval_every or checkpoint_every, eval_batch_size, gen_normalize, best_metric)
     try:
@@ -392,6 +394,7 @@ class _Loop:
         position = self.batcher.position(done)
         position["rng"] = np.asarray(jax.device_get(state.rng)).tolist()
         dev = None if record is None else {k[len("eval/"):]: v for k, v in record.items() if k.startswith("eval/")}
+        self.writer.flush()  # a remote metrics.jsonl holds every record up to the step a resume starts from
         self.ckpt.save(done, state, position, metrics=dev)
         log.info("step %d: checkpoint saved under %s%s", done, self.ckpt.directory,
                  "" if dev is None else f" ({self.best_metric} {dev.get(self.best_metric, float('nan')):.4f})")
@@ -416,6 +419,16 @@ def _restore_for_eval(model_dir: str, trainer: Trainer, best_metric: str, checkp
     finally:
         ckpt.close()
     return step, state
+
+
+def eval_output_paths(model_dir: str, name: str, output: Optional[str],
+                      output_dir: Optional[str]) -> tuple[str, str]:
+    """(scores file, metrics file): ``output`` or OUTPUT_DIR (default MODEL_DIR/eval)/<name>.scores.json,
+    the metrics beside it as <stem>.metrics.json; local paths or URLs alike (lever_jax.data.paths)."""
+    scores = os.fspath(output) if output else paths.join(output_dir or paths.join(model_dir, "eval"),
+                                                         f"{name}.scores.json")
+    stem = paths.basename(scores).replace(".scores.json", "").replace(".json", "")
+    return scores, paths.sibling(scores, stem + ".metrics.json")
 
 
 @gin.configurable(module="lever_jax.training.runs")
@@ -446,6 +459,9 @@ def evaluate(
     from lever_jax.rerank.scores_file import default_gen_normalize, eval_scores_document
 
     _one_of(eval_task, eval_file, "eval", required=True)
+    for where in (model_dir, output, output_dir):
+        if where:
+            paths.require(where)
     length = _inputs_length(task_feature_lengths, inputs_length)
     spec = file_spec(eval_file) if eval_file is not None else resolve_task(eval_task, data_dir)
     tok = get_vocabulary()
@@ -459,11 +475,10 @@ def evaluate(
     seconds = time.time() - t0
     norm = gen_normalize or default_gen_normalize(eval_set.dataset)
     metrics = compute_metrics(eval_set, scores, norm)
-    name = eval_task or Path(eval_file).name.split(".")[0]
+    name = eval_task or paths.basename(eval_file).split(".")[0]
     metrics.update({"checkpoint_step": step, "task": spec.name, "gen_normalize": norm, "score_seconds": seconds,
                     "candidates_per_sec": float(len(eval_set.tokens) / max(seconds, 1e-9))})
-    scores_path = Path(output) if output else (Path(output_dir) if output_dir else Path(model_dir) / "eval") / f"{name}.scores.json"
-    metrics_path = scores_path.with_name(scores_path.name.replace(".scores.json", "").replace(".json", "") + ".metrics.json")
+    scores_path, metrics_path = eval_output_paths(model_dir, name, output, output_dir)
     if jax.process_index() == 0:
         write_json(scores_path, eval_scores_document(eval_set, scores, norm, task=spec.name, checkpoint_step=step),
                    indent=None)
