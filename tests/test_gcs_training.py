@@ -119,3 +119,14 @@ def test_unknown_scheme_is_one_line(tmp_path, command):
     errors = [line for line in out.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and "nope://" in errors[0], out.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("flag", ["--out", "--input"])
+def test_run_directory_must_be_local(tmp_path, flag):
+    """`lever-jax run` keeps its run directory local: a gs:// --out/--input is one line, exit 2,
+    never a ./gs: folder."""
+    out = subprocess.run(cli_command("run") + ["--quick", flag, "gs://bucket/x"], cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [line for line in out.stderr.strip().splitlines() if "gs://bucket/x" in line]
+    assert "must be a local path" in out.stderr and not list(tmp_path.iterdir())

@@ -14,6 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from lever_jax.data import paths
 from lever_jax.data.errors import UserError
 
 
@@ -57,6 +58,10 @@ def main(args: argparse.Namespace) -> int:
                         "or set RunConfig.max_problems yourself")
     default = "gin_configs/runs/demo_quick.gin" if args.quick else "gin_configs/runs/demo.gin"
     files = [resolve_gin_file(f) for f in (args.gin_file or [default])]
+    for flag, value in (("--out", args.out), ("--input", args.input)):
+        if value and paths.is_remote(value):  # the run directory is local (docs/cloud_tpu.md); not ./gs:/...
+            raise UserError(f"lever-jax run {flag} {value}: must be a local path (copy the file or the run "
+                            "directory with gsutil/gcloud storage; execute/train/eval/rerank read and write gs://)")
     bindings = list(args.gin_bindings)
     if args.input:
         bindings.append(f"RunConfig.input = {str(Path(args.input).resolve())!r}")
