@@ -26,10 +26,7 @@ import numpy as np
 MODES = ("padded", "bucketed", "packed")
 
 
-def build(model_name: str, mode: str, problems, tok, args):
-    import jax
-
-    from lever_jax.inputs.feeds import TrainBatcher
+def build_trainer(model_name: str, mode: str, tok, args):
     from lever_jax.models.configs import encoder_config, t5_config
     from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
     from lever_jax.training import partitioning
@@ -42,8 +39,17 @@ def build(model_name: str, mode: str, problems, tok, args):
         model = EncoderClassifierVerifier(encoder_config("minilm", dropout_rate=0.1, vocab_size=tok.vocab_size,
                                                          pad_token_id=tok.pad_id))
     mesh, rules = partitioning.make_mesh(), partitioning.logical_axis_rules("data")
-    trainer = Trainer(model, OptimizerConfig(learning_rate=1e-4, warmup_steps=0), 1000, mesh, rules,
-                      args.length, accum_steps=args.accum, batching=mode)
+    return Trainer(model, OptimizerConfig(learning_rate=1e-4, warmup_steps=0), 1000, mesh, rules,
+                   args.length, accum_steps=args.accum, batching=mode)
+
+
+def build(model_name: str, mode: str, problems, tok, args):
+    import jax
+
+    from lever_jax.inputs.feeds import TrainBatcher
+
+    trainer = build_trainer(model_name, mode, tok, args)
+    model = trainer.model
     batcher = TrainBatcher(problems, tok, args.length, args.problems, args.candidates, seed=333,
                            tokens_key=model.tokens_key, batching=mode, accum_steps=args.accum)
     batches = [batcher.host_batch(s) for s in range(args.steps)]
@@ -59,6 +65,30 @@ def build(model_name: str, mode: str, problems, tok, args):
     return run, {"token_slots_per_step": float(np.mean(slots)), "distinct_shapes": [list(s) for s in shapes]}
 
 
+def bench_scoring(model_name: str, problems, tok, args) -> dict:
+    """log P(yes) of `--score` real candidates: padded to the inputs length vs length-sorted chunks
+    cut to their longest (Trainer.score_tokens), same params, warm call first, then one timed call."""
+    import jax
+
+    from lever_jax.inputs.batching import pad_to
+
+    rows = np.stack([pad_to(t, args.length, tok.pad_id) for p in problems for t in p.tokens][: args.score])
+    out = {}
+    for mode in ("padded", "packed"):
+        trainer = build_trainer(model_name, mode, tok, args)
+        params = trainer.init_state(0).params
+        trainer.score_tokens(params, rows, args.score_batch)  # compile every width
+        t0 = time.perf_counter()
+        scores = trainer.score_tokens(params, rows, args.score_batch)
+        wall = time.perf_counter() - t0
+        out[mode] = {"wall_s": wall, "candidates_per_s": len(rows) / wall}
+        out.setdefault("_scores", []).append(scores)
+        jax.clear_caches()
+    a, b = out.pop("_scores")
+    out["max_abs_score_diff"] = float(np.abs(a - b).max())
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=("t5", "minilm"), default="t5")
@@ -68,6 +98,8 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=512)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--score", type=int, default=0, help="also time scoring this many candidates")
+    parser.add_argument("--score_batch", type=int, default=32)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
@@ -77,7 +109,7 @@ def main() -> None:
     tok = get_vocabulary("spm" if args.model == "t5" else "minilm")
     problems = numpy_problems(resolve_task("lever_verify_gsm8k_pool_fold0_train"), tok, args.length, add_gold=False)
     lengths = np.array([len(t) for p in problems for t in p.tokens])
-    modes = args.modes.split(",")
+    modes = [m for m in args.modes.split(",") if m]
     res: dict = {"config": vars(args), "load_avg_start": os.getloadavg(), "train_problems": len(problems),
                  "length_mean": float(lengths.mean()), "length_p50": float(np.median(lengths)),
                  "length_p90": float(np.percentile(lengths, 90)), "length_max": int(lengths.max())}
@@ -100,6 +132,13 @@ def main() -> None:
     for mode in modes:
         res[mode].update({"wall_s": wall[mode], "candidates": cands[mode],
                           "candidates_per_s": cands[mode] / wall[mode]})
+    if args.score:
+        res["scoring"] = bench_scoring(args.model, problems, tok, args)
+        sc = res["scoring"]
+        print(f"{args.model} scoring {args.score} candidates: padded {sc['padded']['candidates_per_s']:.2f}/s, "
+              f"length-sorted {sc['packed']['candidates_per_s']:.2f}/s "
+              f"({sc['packed']['candidates_per_s'] / sc['padded']['candidates_per_s']:.2f}x; "
+              f"max |score diff| {sc['max_abs_score_diff']:.2e})")
     base = res.get("padded", {}).get("candidates_per_s")
     res["load_avg_end"] = os.getloadavg()
     for mode in modes:

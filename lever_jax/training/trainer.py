@@ -142,6 +142,7 @@ class Trainer:
         if batching not in BATCHING_MODES:
             raise ValueError(f"batching must be one of {', '.join(BATCHING_MODES)}, got {batching!r}")
         self.batching = batching
+        self.score_width_multiple = SCORE_WIDTH_MULTIPLE
         self.model, self.mesh, self.rules = model, mesh, rules
         self.inputs_length, self.accum_steps, self.dropout = inputs_length, accum_steps, dropout
         self.tx, self.schedule = make_optimizer(optimizer, train_steps)
@@ -307,7 +308,7 @@ class Trainer:
 
         `batch_size` must be a multiple of the mesh's 'data' size; the last chunk is padded.
         Unless batching is 'padded', rows are scored longest-first and each chunk is cut to its
-        longest row rounded up to SCORE_WIDTH_MULTIPLE (the scores do not depend on padding).
+        longest row rounded up to `score_width_multiple` (the scores do not depend on padding).
         """
         tokens = np.asarray(tokens, np.int32)
         n = tokens.shape[0]
@@ -326,7 +327,8 @@ class Trainer:
             index = order[start:start + batch_size]
             chunk = tokens[index]
             if lengths is not None:
-                width = min(tokens.shape[1], round_up(max(int(lengths[index].max()), 1), SCORE_WIDTH_MULTIPLE))
+                width = min(tokens.shape[1], round_up(max(int(lengths[index].max()), 1),
+                                                         self.score_width_multiple))
                 chunk = chunk[:, :width]
             real = chunk.shape[0]
             if real < batch_size:
