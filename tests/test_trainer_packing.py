@@ -173,7 +173,9 @@ def test_gin_switch_round_trips(tmp_path) -> None:
         gin.clear_config()
     assert "evaluate.batching = 'packed'" in (ROOT / "gin_configs/runs/eval.gin").read_text()
     with pytest.raises(UserError, match="batching must be one of"):
-        runs.train(model_dir=str(tmp_path), train_steps=1, batching="ragged", inputs_length=8)
+        runs._check_batching("ragged")  # what train() / evaluate() call before building the Trainer
+    with pytest.raises(ValueError, match="batching must be one of"):
+        _setup("encoder", "ragged", 1)
 
 
 SHARDED = r"""

@@ -270,7 +270,6 @@ def train(
     ``data_dir``: where task names are looked up first (``<dataset>/<split>.executed.jsonl.gz``;
     default: gin ``discover_specs.data_dir`` / ``$LEVER_JAX_DATA_DIR``, then the bundled pools)."""
     length = _inputs_length(task_feature_lengths, inputs_length)
-    _check_batching(batching)
     if pipeline not in ("numpy", "seqio"):
         raise UserError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
     if pipeline == "seqio" and (add_gold or data_dir or train_file or dev_file):
@@ -287,6 +286,7 @@ def train(
         raise UserError(f"BATCH_SIZE (train.problems_per_batch) = {problems_per_batch} must be a multiple of "
                         f"the mesh 'data' size ({data_size}) x ACCUM_STEPS ({accum_steps}): set e.g. "
                         f"--gin_bindings BATCH_SIZE={data_size * accum_steps}")
+    _check_batching(batching)
     trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout, batching)
     log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d, %s batches",
              dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps, batching)
@@ -460,12 +460,12 @@ def evaluate(
     from lever_jax.rerank.scores_file import default_gen_normalize, eval_scores_document
 
     _one_of(eval_task, eval_file, "eval", required=True)
-    _check_batching(batching)
     length = _inputs_length(task_feature_lengths, inputs_length)
     spec = file_spec(eval_file) if eval_file is not None else resolve_task(eval_task, data_dir)
     tok = get_vocabulary()
     model = configured_model(model, tok)
     mesh, rules = make_partitioning()
+    _check_batching(batching)
     trainer = Trainer(model, optimizer, 1, mesh, rules, length, batching=batching)
     step, state = _restore_for_eval(model_dir, trainer, best_metric, checkpoint_step)
     eval_set = load_eval_set(spec, tok, length, max_problems=max_eval_problems)
