@@ -30,6 +30,7 @@ from lever_jax.inputs.serialize import lower_code
 from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_examples, frame_ids, pad_to, task_problems
 from lever_jax.inputs.serialize import SerializeOptions
 from lever_jax.inputs.examples import TaskSpec, find_spec, iter_spec_problems, problem_examples
+from lever_jax.inputs.packing import BATCHING_MODES, bucketed_width, packed_train_batch
 from lever_jax.inputs.tokenizers import TextTokenizer
 
 log = logging.getLogger(__name__)
@@ -210,20 +211,44 @@ def seqio_problems(task_name: str, inputs_length: int,
 
 class TrainBatcher(ProblemBatcher):
     """`ProblemBatcher`'s deterministic sampling over pre-tokenised problems (gold added, or
-    from SeqIO); `host_batch` returns this host's rows only."""
+    from SeqIO); `host_batch` returns this host's rows only, fed as `batching` says
+    (lever_jax.inputs.packing.BATCHING_MODES):
+
+    - 'padded': [P_h, K, L] at the full inputs length;
+    - 'bucketed': [P_h, K, W], W = the whole batch's longest candidate rounded up to
+      `bucket_multiple` (LEVER's own collate pads to the batch's longest);
+    - 'packed': the host's micro-batches packed into rows of L tokens
+      (:func:`lever_jax.inputs.packing.packed_train_batch`; `accum_steps` micro-batches).
+
+    The sampled candidates are the same in every mode; only the layout differs."""
 
     def __init__(self, problems: Sequence[ProblemExamples], tok: TextTokenizer, inputs_length: int,
                  problems_per_batch: int, candidates_per_problem: int, seed: int = 0,
                  shuffle: bool = True, tokens_key: str = "encoder_input_tokens",
-                 host_rows: Optional[slice] = None) -> None:
+                 host_rows: Optional[slice] = None, batching: str = "padded", accum_steps: int = 1,
+                 bucket_multiple: int = 32, row_multiple: int = 1) -> None:
         super().__init__(problems, tok, inputs_length, problems_per_batch, candidates_per_problem, seed, shuffle)
+        if batching not in BATCHING_MODES:
+            raise ValueError(f"batching must be one of {', '.join(BATCHING_MODES)}, got {batching!r}")
         self.tokens_key = tokens_key
         self.host_rows = host_rows or slice(0, problems_per_batch)
+        self.batching, self.accum_steps = batching, accum_steps
+        self.bucket_multiple, self.row_multiple = bucket_multiple, row_multiple
 
-    def host_batch(self, step: int) -> dict[str, np.ndarray]:
-        """This host's rows of batch `step`, with the tokens under the model's key."""
+    def host_batch(self, step: int) -> dict[str, Any]:
+        """This host's part of batch `step`, with the tokens under the model's key (padded /
+        bucketed) or packed (see the class docstring)."""
         batch = self.batch(step)
-        batch[self.tokens_key] = batch.pop("input_tokens")
+        tokens = batch.pop("input_tokens")
+        if self.batching == "packed":
+            per_host = self.host_rows.stop - self.host_rows.start
+            return packed_train_batch(tokens, batch["candidate_mask"], batch["labels"], self.length,
+                                      self.tok.pad_id, self.accum_steps, hosts=self.P // per_host,
+                                      host=self.host_rows.start // per_host,
+                                      row_multiple=self.row_multiple)
+        if self.batching == "bucketed":
+            tokens = tokens[..., :bucketed_width(tokens, self.tok.pad_id, self.bucket_multiple)]
+        batch[self.tokens_key] = tokens
         return {k: v[self.host_rows] for k, v in batch.items()}
 
     def position(self, step: int) -> dict[str, Any]:

@@ -163,3 +163,85 @@ def packed_batch(tokens: np.ndarray, candidate_mask: np.ndarray, row_len: int, p
              "positions": packed.positions, "sequence_row": fill(packed.row, 0),
              "sequence_segment": fill(packed.segment, 1), "sequence_slot": fill(slots, p * k)}
     return batch, segs
+
+
+# --------------------------------------------------------------------------- trainer feeds
+BATCHING_MODES = ("packed", "bucketed", "padded")
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-int(n) // multiple) * multiple
+
+
+def sequence_lengths(tokens: np.ndarray, pad_id: int) -> np.ndarray:
+    """Real tokens per candidate of a right-padded block [..., L] (index of the last non-pad + 1)."""
+    real = tokens != pad_id
+    last = real.shape[-1] - np.argmax(real[..., ::-1], axis=-1)
+    return np.where(real.any(-1), last, 0).astype(np.int32)
+
+
+def bucketed_width(tokens: np.ndarray, pad_id: int, multiple: int) -> int:
+    """LEVER's feed width: the longest candidate of the batch, rounded up to `multiple` (few
+    distinct widths, so few compilations), never above the block's own width."""
+    longest = int(sequence_lengths(tokens, pad_id).max(initial=1))
+    return min(tokens.shape[-1], round_up(max(longest, 1), multiple))
+
+
+def _micro_problems(num_problems: int, accum: int, hosts: int, host: int, micro: int) -> np.ndarray:
+    """Problems (rows of the global [P, K] block) of micro-batch `micro` on `host`, in order.
+
+    The trainer's padded split sends global row g to micro-batch g % accum, row g // accum;
+    a host holds rows host * P_h .. (host + 1) * P_h - 1 (P_h a multiple of `accum`)."""
+    per_host = num_problems // hosts
+    start = host * per_host
+    return np.arange(start + micro, start + per_host, accum)
+
+
+def packed_train_batch(tokens: np.ndarray, candidate_mask: np.ndarray, labels: np.ndarray,
+                       row_len: int, pad_id: int = 0, accum_steps: int = 1, hosts: int = 1,
+                       host: int = 0, row_multiple: int = 1,
+                       segment_multiple: int = 4) -> dict[str, object]:
+    """A global LEVER block [P, K, L] -> this host's packed micro-batches for the trainer.
+
+    Every key has a leading micro-batch axis of `accum_steps` (the trainer scans over it; the
+    data axis is the second): 'packed_tokens' / 'segment_ids' / 'positions' [a, R, row_len],
+    'sequence_row' / 'sequence_segment' / 'sequence_slot' [a, N] (N = the host's problems per
+    micro-batch x K; slot = global micro-batch problem x K + k, Pm x K = padding, dropped),
+    'labels' / 'candidate_mask' [a, Pm_h, K]; plus 'num_segments' (a Python int, static).
+    R and S are the most any (host, micro-batch) of this batch needs, rounded up to
+    `row_multiple` / `segment_multiple`, so every host builds the same shapes from the same
+    global batch without talking to the others, and a step's shapes depend on that step only
+    (resuming replays the same compiled programs)."""
+    p, k, _ = tokens.shape
+    a = accum_steps
+    if p % (hosts * a):
+        raise ValueError(f"{p} problems not divisible by {hosts} hosts x accum_steps={a}")
+    lengths = sequence_lengths(tokens, pad_id)
+    mask = np.asarray(candidate_mask, bool) & (lengths > 0)
+    rows = segs = 1
+    for h in range(hosts):
+        for m in range(a):
+            lens = lengths[_micro_problems(p, a, hosts, h, m)]
+            lens = lens[mask[_micro_problems(p, a, hosts, h, m)]]
+            if lens.size:
+                row, _ = first_fit_decreasing(lens, row_len)
+                rows = max(rows, int(row.max()) + 1)
+                segs = max(segs, int(np.bincount(row).max()))
+    rows, segs = round_up(rows, row_multiple), round_up(segs, segment_multiple)
+    pm_h = p // (hosts * a)
+    out: dict[str, list] = {}
+    for m in range(a):
+        idx = _micro_problems(p, a, hosts, host, m)
+        batch, _ = packed_batch(tokens[idx], mask[idx], row_len, pad_id, num_rows=rows,
+                                num_segments=segs, num_sequences=pm_h * k)
+        real = batch["sequence_slot"] < pm_h * k
+        batch["sequence_slot"] = np.where(real, batch["sequence_slot"] + host * pm_h * k,
+                                          hosts * pm_h * k).astype(np.int32)
+        batch["sequence_row"] = (batch["sequence_row"] + host * rows).astype(np.int32)
+        batch["labels"] = np.asarray(labels[idx], np.int32)
+        batch["candidate_mask"] = mask[idx]
+        for key, value in batch.items():
+            out.setdefault(key, []).append(value)
+    result: dict[str, object] = {key: np.stack(values) for key, values in out.items()}
+    result["num_segments"] = segs
+    return result

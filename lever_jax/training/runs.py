@@ -150,6 +150,14 @@ def _inputs_length(task_feature_lengths: Optional[Mapping[str, int]], inputs_len
     raise UserError("set TASK_FEATURE_LENGTHS = {'inputs': L, 'targets': 1} (task file) or train.inputs_length")
 
 
+def _check_batching(batching: str) -> None:
+    from lever_jax.inputs.packing import BATCHING_MODES
+
+    if batching not in BATCHING_MODES:
+        raise UserError(f"train.batching / evaluate.batching must be one of {', '.join(BATCHING_MODES)}, "
+                        f"got {batching!r}")
+
+
 def _one_of(task: Optional[str], file: Optional[str], what: str, required: bool) -> None:
     if task is not None and file is not None:
         raise UserError(f"{what}: set either the task name or the file, not both "
@@ -237,6 +245,7 @@ def train(
     accum_steps: int = 1,
     seed: int = 333,
     optimizer: OptimizerConfig = OptimizerConfig(),
+    batching: str = "packed",
     pipeline: str = "numpy",
     add_gold: bool = False,
     gold_mode: str = "execute",
@@ -279,9 +288,10 @@ def train(
         raise UserError(f"BATCH_SIZE (train.problems_per_batch) = {problems_per_batch} must be a multiple of "
                         f"the mesh 'data' size ({data_size}) x ACCUM_STEPS ({accum_steps}): set e.g. "
                         f"--gin_bindings BATCH_SIZE={data_size * accum_steps}")
-    trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout)
-    log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d",
-             dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps)
+    _check_batching(batching)
+    trainer = Trainer(model, optimizer, train_steps, mesh, rules, length, accum_steps, dropout, batching)
+    log.info("mesh %s, %d problems x %d candidates x %d tokens per step, accum %d, %s batches",
+             dict(mesh.shape), problems_per_batch, candidates_per_problem, length, accum_steps, batching)
 
     t0 = time.time()
     if pipeline == "numpy":
@@ -291,7 +301,9 @@ def train(
         problems = seqio_problems(train_task, length, max_problems=max_train_problems)
     batcher = TrainBatcher(problems, tok, length, problems_per_batch, candidates_per_problem, seed,
                            tokens_key=model.tokens_key,
-                           host_rows=partitioning.host_batch_slice(problems_per_batch))
+                           host_rows=partitioning.host_batch_slice(problems_per_batch),
+                           batching=batching, accum_steps=accum_steps,
+                           row_multiple=max(1, data_size // jax.process_count()))
     eval_set = None
     if dev_spec is not None:
         eval_set = load_eval_set(dev_spec, tok, length, max_problems=max_eval_problems)
@@ -448,13 +460,15 @@ def evaluate(
     gen_normalize: Optional[str] = None,
     max_eval_problems: Optional[int] = None,
     data_dir: Optional[str] = None,
+    batching: str = "packed",
 ) -> dict[str, Any]:
     """Score every candidate of `eval_task` or `eval_file` with a checkpoint ('best' by
     `best_metric` among the dev-evaluated steps, 'latest' or a step number) and write, atomically,
     the scores file (`output`, default OUTPUT_DIR/<task>.scores.json; per problem every candidate's
     gen_logprob, verifier_logprob, group, final score and every method's choice: the schema
     `lever-jax rerank --verifier-scores` reads) and the metrics next to it (<name>.metrics.json).
-    `optimizer` must match training's (it shapes the restored state): use the same gin files."""
+    `optimizer` must match training's (it shapes the restored state): use the same gin files.
+    `batching` other than 'padded' scores length-sorted chunks cut to their longest row."""
     from lever_jax.data.jsonl import write_json
     from lever_jax.rerank.scores_file import default_gen_normalize, eval_scores_document
 
@@ -467,7 +481,8 @@ def evaluate(
     tok = get_vocabulary()
     model = configured_model(model, tok)
     mesh, rules = make_partitioning()
-    trainer = Trainer(model, optimizer, 1, mesh, rules, length)
+    _check_batching(batching)
+    trainer = Trainer(model, optimizer, 1, mesh, rules, length, batching=batching)
     step, state = _restore_for_eval(model_dir, trainer, best_metric, checkpoint_step)
     eval_set = load_eval_set(spec, tok, length, max_problems=max_eval_problems)
     t0 = time.time()

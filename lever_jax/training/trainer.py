@@ -14,6 +14,13 @@
   replays the same dropout masks.
 - `Trainer.train_step` / `Trainer.score` are `jax.jit` with NamedSharding in/out shardings,
   traced and run under `jax.set_mesh(mesh)` + `nn.logical_axis_rules(rules)`.
+- `batching` (lever_jax.inputs.packing.BATCHING_MODES) says what a host batch holds: 'padded'
+  and 'bucketed' are LEVER's [P, K, W] blocks (W = inputs_length, or the batch's longest rounded
+  up), 'packed' the micro-batched packed rows of `packing.packed_train_batch` (leading axis =
+  micro-batch, sharded on 'data' along the rows); the packed step scatters per-segment logits
+  back to [P, K] and takes the same LEVER loss (tests/test_trainer_packing.py). Scoring
+  (`score_tokens`) sorts candidates by length and pads each chunk to its own longest (rounded)
+  unless batching is 'padded'.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ import optax
 from flax import linen as nn
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from lever_jax.inputs.packing import BATCHING_MODES, round_up, sequence_lengths
 from lever_jax.training import partitioning
 
 log = logging.getLogger(__name__)
@@ -104,8 +112,17 @@ def _host_value(x: jax.Array) -> np.ndarray:
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
 
 
-def model_batch_keys(model: VerifierModel) -> tuple[str, ...]:
+def model_batch_keys(model: VerifierModel, batching: str = "padded") -> tuple[str, ...]:
+    if batching == "packed":
+        return PACKED_KEYS
     return (model.tokens_key, "labels", "candidate_mask")
+
+
+# Keys of a packed host batch (lever_jax.inputs.packing.packed_train_batch) the model reads.
+PACKED_KEYS = ("packed_tokens", "segment_ids", "positions", "sequence_row", "sequence_segment",
+               "sequence_slot", "labels", "candidate_mask")
+# Scoring chunks (batching != 'padded') are padded to a multiple of this many tokens.
+SCORE_WIDTH_MULTIPLE = 64
 
 
 # Per-problem-mean metrics of verifier_loss, and the count they are averaged over.
@@ -119,13 +136,17 @@ class Trainer:
 
     def __init__(self, model: VerifierModel, optimizer: OptimizerConfig, train_steps: int,
                  mesh: Mesh, rules: partitioning.Rules, inputs_length: int,
-                 accum_steps: int = 1, dropout: bool = True) -> None:
+                 accum_steps: int = 1, dropout: bool = True, batching: str = "padded") -> None:
         if accum_steps < 1:
             raise ValueError("accum_steps must be >= 1")
+        if batching not in BATCHING_MODES:
+            raise ValueError(f"batching must be one of {', '.join(BATCHING_MODES)}, got {batching!r}")
+        self.batching = batching
+        self.score_width_multiple = SCORE_WIDTH_MULTIPLE
         self.model, self.mesh, self.rules = model, mesh, rules
         self.inputs_length, self.accum_steps, self.dropout = inputs_length, accum_steps, dropout
         self.tx, self.schedule = make_optimizer(optimizer, train_steps)
-        self.keys = model_batch_keys(model)
+        self.keys = model_batch_keys(model, batching)
         shapes = {model.tokens_key: (1, 1, inputs_length)}
         self._init_vars = lambda rng: model.get_initial_variables(rng, shapes)
         with partitioning.mesh_context(mesh, rules):
@@ -139,9 +160,12 @@ class Trainer:
         self.state_shardings = TrainState(step=rep, params=self.param_shardings,
                                           opt_state=opt_shardings, rng=rep)
         self.batch_sharding = partitioning.batch_sharding(mesh)
-        self._train_step = partitioning.sharded_jit(
-            self._step, mesh, rules, in_shardings=(self.state_shardings, self.batch_sharding),
-            out_shardings=(self.state_shardings, rep), donate_argnums=(0,))
+        # packed batches: [micro-batch, rows or problems, ...], rows sharded on 'data'
+        self.train_batch_sharding = (NamedSharding(mesh, P(None, "data")) if batching == "packed"
+                                     else self.batch_sharding)
+        self._rep = rep
+        self._train_steps: dict[int, Any] = {}  # num_segments (static; 0 = not packed) -> jitted step
+        self._grad_fns: dict[int, Any] = {}
         self._score = partitioning.sharded_jit(
             lambda params, batch: self.model.score_batch(params, batch), mesh, rules,
             in_shardings=(self.param_shardings, self.batch_sharding), out_shardings=rep)
@@ -166,23 +190,33 @@ class Trainer:
                             shapes, self.state_shardings)
 
     # ------------------------------------------------------------------ train step
-    def _micro_loss(self, params: Any, batch: Batch, rng: Optional[jax.Array]) -> tuple[jax.Array, dict]:
-        """Sum (not mean) over valid problems of LEVER's per-problem loss, plus summed metrics."""
-        loss, aux = self.model.loss_fn(params, batch, rng)
+    def _micro_loss(self, params: Any, batch: Batch, rng: Optional[jax.Array],
+                    num_segments: int = 0) -> tuple[jax.Array, dict]:
+        """Sum (not mean) over valid problems of LEVER's per-problem loss, plus summed metrics
+        (`num_segments` > 0: a packed micro-batch)."""
+        if num_segments:
+            loss, aux = self.model.packed_loss_fn(params, batch, rng, num_segments)
+        else:
+            loss, aux = self.model.loss_fn(params, batch, rng)
         n_prob, n_cand = aux["num_problems"], aux["num_candidates"]
         sums = {k: aux[k] * n_prob for k in _PROBLEM_MEANS}
         sums.update({k: aux[k] * n_cand for k in _CANDIDATE_MEANS})
         sums.update({k: aux[k] for k in _COUNTS})
         return loss * n_prob, sums
 
-    def _step(self, state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
+    def _grad_sums(self, params: Any, batch: Batch, step_rng: jax.Array,
+                   num_segments: int = 0) -> tuple[Any, dict]:
+        """(gradient of the summed loss, summed metrics) over the batch's micro-batches."""
         batch = {k: batch[k] for k in self.keys}
-        step_rng = jax.random.fold_in(state.rng, state.step)
-        grad_fn = jax.value_and_grad(self._micro_loss, has_aux=True)
+        grad_fn = jax.value_and_grad(
+            lambda p, b, r: self._micro_loss(p, b, r, num_segments), has_aux=True)
         a = self.accum_steps
-        if a == 1:
-            (_, sums), grads = grad_fn(state.params, batch, step_rng if self.dropout else None)
-        else:
+        if self.batching == "packed":
+            if batch["labels"].shape[0] != a:
+                raise ValueError(f"packed batch has {batch['labels'].shape[0]} micro-batches, "
+                                 f"accum_steps={a}")
+            micro = batch  # packing.packed_train_batch already split it: [a, ...]
+        elif a > 1:
             num = batch["candidate_mask"].shape[0]
             if num % a:
                 raise ValueError(f"{num} problems per batch not divisible by accum_steps={a}")
@@ -193,18 +227,26 @@ class Trainer:
                 return jax.lax.with_sharding_constraint(x, micro_sharding)
 
             micro = jax.tree.map(split, batch)
-            zero_grads = jax.tree.map(jnp.zeros_like, state.params)
-            zero_sums = {k: jnp.zeros((), jnp.float32)
-                         for k in _PROBLEM_MEANS + _CANDIDATE_MEANS + _COUNTS}
+        if a == 1:
+            one = jax.tree.map(lambda x: x[0], batch) if self.batching == "packed" else batch
+            (_, sums), grads = grad_fn(params, one, step_rng if self.dropout else None)
+            return grads, sums
+        zero_grads = jax.tree.map(jnp.zeros_like, params)
+        zero_sums = {k: jnp.zeros((), jnp.float32) for k in _PROBLEM_MEANS + _CANDIDATE_MEANS + _COUNTS}
 
-            def body(carry, xs):
-                acc_g, acc_s = carry
-                m, mb = xs
-                rng = jax.random.fold_in(step_rng, m) if self.dropout else None
-                (_, s), g = grad_fn(state.params, mb, rng)
-                return (jax.tree.map(jnp.add, acc_g, g), jax.tree.map(jnp.add, acc_s, s)), None
+        def body(carry, xs):
+            acc_g, acc_s = carry
+            m, mb = xs
+            rng = jax.random.fold_in(step_rng, m) if self.dropout else None
+            (_, s), g = grad_fn(params, mb, rng)
+            return (jax.tree.map(jnp.add, acc_g, g), jax.tree.map(jnp.add, acc_s, s)), None
 
-            (grads, sums), _ = jax.lax.scan(body, (zero_grads, zero_sums), (jnp.arange(a), micro))
+        (grads, sums), _ = jax.lax.scan(body, (zero_grads, zero_sums), (jnp.arange(a), micro))
+        return grads, sums
+
+    def _step(self, state: TrainState, batch: Batch, num_segments: int = 0) -> tuple[TrainState, dict]:
+        step_rng = jax.random.fold_in(state.rng, state.step)
+        grads, sums = self._grad_sums(state.params, batch, step_rng, num_segments)
         n_prob = jnp.maximum(sums["num_problems"], 1.0)
         n_cand = jnp.maximum(sums["num_candidates"], 1.0)
         grads = jax.tree.map(lambda g: g / n_prob, grads)
@@ -218,30 +260,76 @@ class Trainer:
         new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
         return new_state, metrics
 
+    def _num_segments(self, host_batch: Batch) -> int:
+        if self.batching != "packed":
+            return 0
+        if "num_segments" not in host_batch:
+            raise ValueError("batching='packed' needs packing.packed_train_batch batches (num_segments)")
+        return int(host_batch["num_segments"])
+
+    def _jitted_step(self, num_segments: int) -> Any:
+        if num_segments not in self._train_steps:
+            self._train_steps[num_segments] = partitioning.sharded_jit(
+                lambda state, batch: self._step(state, batch, num_segments), self.mesh, self.rules,
+                in_shardings=(self.state_shardings, self.train_batch_sharding),
+                out_shardings=(self.state_shardings, self._rep), donate_argnums=(0,))
+        return self._train_steps[num_segments]
+
+    def loss_and_grads(self, state: TrainState, host_batch: Batch) -> tuple[dict, Any]:
+        """(metrics, gradients) of LEVER's batch loss at `state`, as `train_step` computes them
+        before the optimizer update (the same micro-batching, dropout keys and scaling); for
+        tests that compare feeds."""
+        segs = self._num_segments(host_batch)
+        if segs not in self._grad_fns:
+            def fn(state: TrainState, batch: Batch) -> tuple[dict, Any]:
+                rng = jax.random.fold_in(state.rng, state.step)
+                grads, sums = self._grad_sums(state.params, batch, rng, segs)
+                n = jnp.maximum(sums["num_problems"], 1.0)
+                return {"loss": sums["loss"] / n, **{k: sums[k] for k in _COUNTS}}, \
+                    jax.tree.map(lambda g: g / n, grads)
+
+            self._grad_fns[segs] = partitioning.sharded_jit(
+                fn, self.mesh, self.rules, in_shardings=(self.state_shardings, self.train_batch_sharding),
+                out_shardings=(self._rep, self.param_shardings))
+        return self._grad_fns[segs](state, self.device_batch(host_batch))
+
     def device_batch(self, host_batch: Batch) -> dict[str, jax.Array]:
         """This host's rows of a batch -> global arrays sharded on 'data' (model keys only)."""
         return partitioning.host_local_batch_to_global(
-            {k: host_batch[k] for k in self.keys}, self.mesh, self.batch_sharding)
+            {k: host_batch[k] for k in self.keys}, self.mesh, self.train_batch_sharding)
 
     def train_step(self, state: TrainState, host_batch: Batch) -> tuple[TrainState, dict]:
         """One optimizer update on this host's rows of the batch; metrics stay on device."""
-        return self._train_step(state, self.device_batch(host_batch))
+        return self._jitted_step(self._num_segments(host_batch))(state, self.device_batch(host_batch))
 
     # ------------------------------------------------------------------ scoring
     def score_tokens(self, params: Any, tokens: np.ndarray, batch_size: int) -> np.ndarray:
         """log P(yes) of every row of `tokens` [N, L] (same on every host), in fixed-size chunks.
 
         `batch_size` must be a multiple of the mesh's 'data' size; the last chunk is padded.
+        Unless batching is 'padded', rows are scored longest-first and each chunk is cut to its
+        longest row rounded up to `score_width_multiple` (the scores do not depend on padding).
         """
         tokens = np.asarray(tokens, np.int32)
         n = tokens.shape[0]
         data = self.mesh.shape["data"]
         if batch_size % data:
             raise ValueError(f"eval batch size {batch_size} not divisible by data axis {data}")
+        pad_id = int(getattr(getattr(self.model, "config", None), "pad_token_id", 0) or 0)
+        if self.batching == "padded" or n == 0:
+            order, lengths = np.arange(n), None
+        else:
+            lengths = sequence_lengths(tokens, pad_id)
+            order = np.argsort(-lengths, kind="stable")
         out = np.zeros((n,), np.float32)
         rows = partitioning.host_batch_slice(batch_size)
         for start in range(0, n, batch_size):
-            chunk = tokens[start:start + batch_size]
+            index = order[start:start + batch_size]
+            chunk = tokens[index]
+            if lengths is not None:
+                width = min(tokens.shape[1], round_up(max(int(lengths[index].max()), 1),
+                                                         self.score_width_multiple))
+                chunk = chunk[:, :width]
             real = chunk.shape[0]
             if real < batch_size:
                 chunk = np.concatenate([chunk, np.zeros((batch_size - real,) + chunk.shape[1:], np.int32)])
@@ -249,6 +337,5 @@ class Trainer:
                      "candidate_mask": np.ones((rows.stop - rows.start, 1), bool)}
             batch = partitioning.host_local_batch_to_global(local, self.mesh, self.batch_sharding)
             scores = self._score(params, batch)
-            out[start:start + real] = _host_value(scores)[:real, 0]
+            out[index] = _host_value(scores)[:real, 0]
         return out
-
