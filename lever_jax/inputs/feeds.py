@@ -280,6 +280,7 @@ class EvalSet:
     has_gen_logprob: np.ndarray
     errored: Optional[np.ndarray] = None  # bool per candidate: execution status is not 'ok'
     is_greedy: Optional[np.ndarray] = None  # bool per candidate: the pool's greedy sample
+    greedy_correct: Optional[np.ndarray] = None  # f64 per problem: its problem-level greedy program's verdict, NaN if none
 
     @property
     def num_problems(self) -> int:
@@ -309,7 +310,7 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
     ids, offsets, rows = [], [0], []
     fields: dict[str, list] = {k: [] for k in ("labels", "gen_logprob", "num_tokens", "result_ids", "counts",
                                                 "errored", "is_greedy")}
-    has_lp = []
+    has_lp, greedy_correct = [], []
     for index, problem in enumerate(iter_spec_problems(spec)):
         if max_problems is not None and len(ids) >= max_problems:
             break
@@ -318,6 +319,8 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
             continue
         ids.append(problem.problem_id)
         has_lp.append(bool(examples[0]["has_gen_logprob"]))
+        greedy = problem.greedy  # the greedy decode when it is not a candidate: scored by its own verdict
+        greedy_correct.append(np.nan if greedy is None or greedy.execution is None else float(greedy.execution.correct))
         for ex, cand in zip(examples, problem.candidates):
             fields["errored"].append(cand.execution is not None and cand.execution.status != "ok")
             fields["is_greedy"].append(bool(cand.is_greedy))
@@ -340,5 +343,6 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                    result_ids=np.asarray(fields["result_ids"], np.int32),
                    counts=np.asarray(fields["counts"], np.int32),
                    has_gen_logprob=np.asarray(has_lp, bool),
-                   errored=np.asarray(fields["errored"], bool), is_greedy=np.asarray(fields["is_greedy"], bool))
+                   errored=np.asarray(fields["errored"], bool), is_greedy=np.asarray(fields["is_greedy"], bool),
+                   greedy_correct=np.asarray(greedy_correct, np.float64))
 

@@ -52,7 +52,7 @@ def arrays_from_eval_set(eval_set: Any) -> CandidateArrays:
     """CandidateArrays of an ``inputs.feeds.EvalSet`` (read through its attributes). Its
     ``gen_logprob`` holds the count fallback for problems without log-probs
     (``has_gen_logprob`` False); those become NaN here so that the one fallback
-    (``methods.lever_gen_logprob``) applies. ``errored`` / ``is_greedy`` are read when the
+    (``methods.lever_gen_logprob``) applies. ``errored`` / ``is_greedy`` / ``greedy_correct`` are read when the
     EvalSet carries them."""
     sizes = np.diff(eval_set.offsets)
     has = np.repeat(np.asarray(eval_set.has_gen_logprob, bool), sizes)
@@ -61,7 +61,8 @@ def arrays_from_eval_set(eval_set: Any) -> CandidateArrays:
         gen_logprob=np.where(has, np.asarray(eval_set.gen_logprob, np.float32), np.nan),
         num_tokens=eval_set.num_tokens, counts=eval_set.counts, result_ids=eval_set.result_ids,
         correct=np.asarray(eval_set.labels).astype(bool),
-        errored=getattr(eval_set, "errored", None), is_greedy=getattr(eval_set, "is_greedy", None))
+        errored=getattr(eval_set, "errored", None), is_greedy=getattr(eval_set, "is_greedy", None),
+        greedy_correct=getattr(eval_set, "greedy_correct", None))
 
 
 def _to_rows(eval_set: Any, arrays: CandidateArrays, values: np.ndarray) -> np.ndarray:
