@@ -1,5 +1,5 @@
 """seqio's Beam caching (`seqio.scripts.cache_tasks_main`, DirectRunner) on a lever task: the cached
-task reads back as exactly the uncached examples, and under another vocabulary it is an error."""
+task reads back as exactly the uncached examples (and the training feed reads it in order), and under another vocabulary it is an error."""
 from __future__ import annotations
 
 import itertools
@@ -40,6 +40,8 @@ READ = textwrap.dedent(f"""
         return sorted(out, key=lambda e: (e["problem_index"], e["candidate_index"]))
 
     result = {{"cached_dir": cached_dir({TASK!r}), "plain": rows(False), "cached": rows(True)}}
+    from lever_jax.inputs.feeds import seqio_problems  # what `lever-jax train` reads: the cache here
+    result["feed"] = [[p.index, p.tokens] for p in seqio_problems({TASK!r}, 64)]
     gin.parse_config("get_vocabulary.name = 'spm'")
     try:
         rows(True)
@@ -74,4 +76,8 @@ def test_cache_tasks_main_caches_a_task_that_reads_back_identically(tmp_path):
     assert result["cached_dir"] == str(cache / TASK)
     assert len(result["plain"]) == sum(len(p.candidates) for p in problems)
     assert result["cached"] == result["plain"]  # same ids, labels and rerank fields, candidate for candidate
+    expected = {}
+    for ex in result["plain"]:
+        expected.setdefault(ex["problem_index"], []).append(ex["inputs"])
+    assert result["feed"] == [[index, tokens] for index, tokens in expected.items()]  # training reads the cache in order
     assert "made with another vocabulary than" in result["other_vocabulary"] and "rebuild the cache" in result["other_vocabulary"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -191,16 +191,22 @@ def problem_list_examples(problems: Sequence[Problem], tok: TextTokenizer, input
 
 def seqio_problems(task_name: str, inputs_length: int,
                    max_problems: Optional[int] = None) -> list[ProblemExamples]:
-    """Tokenised problems read through the registered SeqIO task (imports TensorFlow)."""
+    """Tokenised problems read through the registered SeqIO task (imports TensorFlow); from its
+    ``seqio.scripts.cache_tasks_main`` cache when one exists (``tasks.lever_tasks.cached_dir``),
+    put back in the uncached order (the cache stores examples shuffled)."""
     import seqio
 
-    import tasks.lever_tasks  # noqa: F401  (registers the tasks)
+    from tasks.lever_tasks import cached_dir  # importing registers the tasks
 
     task = seqio.get_mixture_or_task(task_name)
+    use_cached = cached_dir(task_name) is not None
     ds = task.get_dataset(sequence_length={"inputs": inputs_length, "targets": 1},
-                          split="train", shuffle=False, use_cached=False)
+                          split="train", shuffle=False, use_cached=use_cached)
+    examples: Iterable[dict[str, Any]] = ds.as_numpy_iterator()
+    if use_cached:
+        examples = sorted(examples, key=lambda ex: (int(ex["problem_index"]), int(ex["candidate_index"])))
     grouped: dict[int, list[dict[str, Any]]] = {}
-    for ex in ds.as_numpy_iterator():
+    for ex in examples:
         index = int(ex["problem_index"])
         if index not in grouped and max_problems is not None and len(grouped) >= max_problems:
             break
