@@ -252,7 +252,8 @@ class Tables:
         return rows
 
     # ------------------------------------------------------------------ the whole thing
-    def build(self) -> dict[str, Any]:
+    def build(self, partial: Optional[Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]:
+        """Every table; ``partial(doc)`` after each pool (so a long run leaves its tables so far)."""
         doc: dict[str, Any] = {"pools": {}, "transfer": [], "quick": self.quick, "bootstrap": self.bootstrap}
         mains: dict[str, tuple[dict, dict]] = {}
         for pool in self.pools:
@@ -272,6 +273,8 @@ class Tables:
                 "ablations": self.ablations(pool, runs), "train_sizes": self.sizes_table(pool, size_runs, per_fold),
                 "samples_at_inference": self.k_table(main[0]), "accuracy_at_k_trials": "see the run's accuracy_vs_k.png",
             }
+            if partial is not None:
+                partial({**doc, "timings_s": self.timings})
         for train, evaluated in TRANSFERS if "transfer" in self.sections else ():
             if train in self.pools and evaluated in self.pools:
                 doc["transfer"].append(self.transfer(train, evaluated, mains[evaluated]))
@@ -463,10 +466,10 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables
     out = Path(args.out or ("results/paper_tables_quick" if args.quick else "results/paper_tables"))
     tables = Tables(out, run_in_process, pools, {p: POOLS[p]["dataset"] for p in pools}, args.gin_file,
                     args.gin_bindings, quick=args.quick, bootstrap=args.bootstrap, sections=sections)
-    t = time.time()
-    doc = tables.build()
-    doc["wall_s"] = time.time() - t
     command = " ".join(shlex.quote(a) for a in ["python", prog, *(sys.argv[1:] if argv is None else argv)])
+    t = time.time()
+    doc = tables.build(partial=lambda d: write(out, {**d, "partial": True}, command))
+    doc["wall_s"] = time.time() - t
     write(out, doc, command)
     print((out / "paper_tables.md").read_text())
     return 0
