@@ -149,7 +149,7 @@ class Tables:
         """metrics.json and per_problem.json of ``job`` (run now unless its stamp matches)."""
         run_dir = self.out / "runs" / job.pool / job.name
         files, bindings = self.files(job.pool), self.bindings(job)
-        stamp = {"gin": [(f, _text_sha(f)) for f in files], "bindings": bindings}
+        stamp = {"gin": [[f, _text_sha(f)] for f in files], "bindings": list(bindings)}
         stamp_path = run_dir / "paper_tables_stamp.json"
         done = all((run_dir / n).exists() for n in ("metrics.json", "per_problem.json", stamp_path.name))
         if not (done and json.loads(stamp_path.read_text()) == stamp):
@@ -207,7 +207,7 @@ class Tables:
                                    "notes": ["Q"] if self.quick else ["S", "T", "V"]}
             if ablation not in runs:
                 row["n/a"] = NO_GOLD.get(self.datasets[pool], "RunConfig has no gold-program option") \
-                    if ablation == "no_gold" else "not run"
+                    if ablation == "no_gold" else "not run" + ("" if "ablations" in self.sections else " (--sections)")
                 rows.append(row)
                 continue
             metrics, per = runs[ablation]
@@ -227,7 +227,7 @@ class Tables:
                                    "notes": ["Q"] if self.quick else ["S", "T", "V"]}
             if name not in runs:
                 row["n/a"] = f"the pool has only {per_fold} training problems per fold" \
-                    if "sizes" in self.sections else "not run (--sections)"
+                    if int(name) >= per_fold else "not run" + ("" if "sizes" in self.sections else " (--sections)")
             else:
                 metrics, per = runs[name]
                 values = per["methods"]
@@ -252,37 +252,60 @@ class Tables:
         return rows
 
     # ------------------------------------------------------------------ the whole thing
+    PHASES = ("main", "transfer", "ablations", "sizes")  # the most informative runs first
+
+    def jobs(self, phase: str, pool: str, done: dict[str, tuple[dict, dict]]) -> list[Job]:
+        """The runs of one phase for one pool (size runs only below the pool's training rows)."""
+        if phase == "main":
+            return [Job(pool, "main")]
+        if phase not in self.sections:
+            return []
+        if phase == "ablations":
+            return [Job(pool, a, (f"RunConfig.ablation = '{a}'",)) for a in ("no_exec", "no_program", "no_agg",
+                                                                                "no_gen_prob")]
+        if phase == "sizes":
+            per_fold = min(done["main"][0]["training"]["train_rows_per_fold"])
+            return [Job(pool, f"train{n}", (f"RunConfig.train_problems = {n}",)) for n in self.sizes if n < per_fold]
+        return [Job(pool, f"from_{train}", (f"RunConfig.train_pool = '{train}'",))
+                for train, evaluated in TRANSFERS if evaluated == pool and train in self.pools]
+
     def build(self, partial: Optional[Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]:
-        """Every table; ``partial(doc)`` after each pool (so a long run leaves its tables so far)."""
-        doc: dict[str, Any] = {"pools": {}, "transfer": [], "quick": self.quick, "bootstrap": self.bootstrap}
-        mains: dict[str, tuple[dict, dict]] = {}
-        for pool in self.pools:
-            main = self.run(Job(pool, "main"))
-            mains[pool] = main
-            runs = {"none": main}
-            for ablation in ("no_exec", "no_program", "no_agg", "no_gen_prob") if "ablations" in self.sections else ():
-                runs[ablation] = self.run(Job(pool, ablation, (f"RunConfig.ablation = '{ablation}'",)))
+        """Every table, phase by phase (main tables of every pool first); ``partial(doc)`` after each
+        phase, so a long run leaves its tables so far."""
+        runs: dict[str, dict[str, tuple[dict, dict]]] = {pool: {} for pool in self.pools}
+        doc: dict[str, Any] = {}
+        for phase in self.PHASES:
+            for pool in self.pools:
+                for job in self.jobs(phase, pool, runs[pool]):
+                    runs[pool][job.name] = self.run(job)
+            doc = self.assemble(runs)
+            if partial is not None and phase != self.PHASES[-1]:
+                partial(doc)
+        return doc
+
+    def assemble(self, runs: dict[str, dict[str, tuple[dict, dict]]]) -> dict[str, Any]:
+        """The document from the runs made so far (missing rows say 'not run')."""
+        doc: dict[str, Any] = {"pools": {}, "transfer": [], "quick": self.quick, "bootstrap": self.bootstrap,
+                               "timings_s": dict(self.timings)}
+        for pool, done in runs.items():
+            main = done["main"]
             per_fold = min(main[0]["training"]["train_rows_per_fold"])
-            size_runs = {"all": main}
-            for n in self.sizes if "sizes" in self.sections else ():
-                if n < per_fold:
-                    size_runs[str(n)] = self.run(Job(pool, f"train{n}", (f"RunConfig.train_problems = {n}",)))
+            ablations = {"none": main, **{k: v for k, v in done.items() if k.startswith("no_")}}
+            sizes = {"all": main, **{k[len("train"):]: v for k, v in done.items() if k.startswith("train")}}
             doc["pools"][pool] = {
                 "dataset": self.datasets[pool], "problems": main[0]["problems"], "samples": main[0]["samples"],
                 "notes": POOL_NOTES.get(pool, {}), "main": self.main_table(pool, main[1], main[0]),
-                "ablations": self.ablations(pool, runs), "train_sizes": self.sizes_table(pool, size_runs, per_fold),
-                "samples_at_inference": self.k_table(main[0]), "accuracy_at_k_trials": "see the run's accuracy_vs_k.png",
+                "ablations": self.ablations(pool, ablations),
+                "train_sizes": self.sizes_table(pool, sizes, per_fold),
+                "samples_at_inference": self.k_table(main[0]),
             }
-            if partial is not None:
-                partial({**doc, "timings_s": self.timings})
-        for train, evaluated in TRANSFERS if "transfer" in self.sections else ():
-            if train in self.pools and evaluated in self.pools:
-                doc["transfer"].append(self.transfer(train, evaluated, mains[evaluated]))
-        doc["timings_s"] = self.timings
+        for train, evaluated in TRANSFERS:
+            if train in runs and f"from_{train}" in runs.get(evaluated, {}):
+                doc["transfer"].append(self.transfer(train, evaluated, runs[evaluated]))
         return doc
 
-    def transfer(self, train: str, evaluated: str, main: tuple[dict, dict]) -> dict[str, Any]:
-        metrics, per = self.run(Job(evaluated, f"from_{train}", (f"RunConfig.train_pool = '{train}'",)))
+    def transfer(self, train: str, evaluated: str, done: dict[str, tuple[dict, dict]]) -> dict[str, Any]:
+        (metrics, per), main = done[f"from_{train}"], done["main"]
         values, own = per["methods"], main[1]["methods"]
         return {"train_pool": train, "eval_pool": evaluated, "comparable": "no",
                 "notes": ["Q"] if self.quick else ["S", "T", "V"],
@@ -338,6 +361,9 @@ def render(doc: dict[str, Any], command: str) -> str:
              "can be set beside the paper's number, with the reasons (letters: the pool's notes; "
              f"V = {VERIFIER_NOTE}" + ("; Q = `--quick` smoke settings, numbers meaningless" if doc["quick"] else "")
              + ")."]
+    if doc.get("partial"):
+        lines += ["", "**PARTIAL: the command was still running when this was written; rows marked 'not run' "
+                      "are still to come.**"]
     for pool, p in doc["pools"].items():
         label = " -- UPPER BOUND (hidden test inputs)" if pool.endswith("_hidden_inputs") else ""
         lines += ["", f"## {pool}{label} ({p['problems']} problems, {p['samples']} samples)", ""]
