@@ -252,17 +252,20 @@ class Tables:
         return rows
 
     # ------------------------------------------------------------------ the whole thing
-    PHASES = ("main", "transfer", "ablations", "sizes")  # the most informative runs first
+    # The most informative runs per CPU-second first: main tables; the scoring-only ablations (they
+    # reuse the main run's folds); transfer; the input ablations (retrained); training sizes.
+    PHASES = ("main", "scoring_ablations", "transfer", "input_ablations", "sizes")
+    SECTION_OF = {"scoring_ablations": "ablations", "input_ablations": "ablations"}
 
     def jobs(self, phase: str, pool: str, done: dict[str, tuple[dict, dict]]) -> list[Job]:
         """The runs of one phase for one pool (size runs only below the pool's training rows)."""
         if phase == "main":
             return [Job(pool, "main")]
-        if phase not in self.sections:
+        if self.SECTION_OF.get(phase, phase) not in self.sections:
             return []
-        if phase == "ablations":
-            return [Job(pool, a, (f"RunConfig.ablation = '{a}'",)) for a in ("no_exec", "no_program", "no_agg",
-                                                                                "no_gen_prob")]
+        if phase.endswith("ablations"):
+            names = ("no_agg", "no_gen_prob") if phase == "scoring_ablations" else ("no_exec", "no_program")
+            return [Job(pool, a, (f"RunConfig.ablation = '{a}'",)) for a in names]
         if phase == "sizes":
             per_fold = min(done["main"][0]["training"]["train_rows_per_fold"])
             return [Job(pool, f"train{n}", (f"RunConfig.train_problems = {n}",)) for n in self.sizes if n < per_fold]
@@ -275,7 +278,8 @@ class Tables:
         runs: dict[str, dict[str, tuple[dict, dict]]] = {pool: {} for pool in self.pools}
         doc: dict[str, Any] = {}
         for phase in self.PHASES:
-            for pool in self.pools:
+            order = self.pools if phase == "main" else sorted(self.pools, key=lambda q: runs[q]["main"][0]["samples"])
+            for pool in order:  # after the main runs: the smaller pools first
                 for job in self.jobs(phase, pool, runs[pool]):
                     runs[pool][job.name] = self.run(job)
             doc = self.assemble(runs)
