@@ -78,6 +78,7 @@ def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     h = doc["pools"]["humaneval_codegen16b"]
     assert all("n/a" in r for r in h["train_sizes"][:2]) and "only 21 training problems" in h["train_sizes"][0]["n/a"]
     assert {r["key"]: r for r in h["main"]}["codet_dual_agreement"]["comparable"].startswith("yes")
+    assert {r["key"]: r for r in g["main"]}["majority_vote"]["minus_majority_vote"] is None
     assert "gold program" in {r["ablation"]: r for r in h["ablations"]}["no_gold"]["n/a"]
     assert [(t["train_pool"], t["eval_pool"]) for t in doc["transfer"]] == list(pt.TRANSFERS)
 

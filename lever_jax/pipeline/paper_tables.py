@@ -161,8 +161,10 @@ class Tables:
                 json.loads((run_dir / "per_problem.json").read_text()))
 
     # ------------------------------------------------------------------ rows
-    def gains(self, values: dict[str, list], row: Sequence[Optional[float]]) -> dict[str, Any]:
-        return {f"minus_{b}": paired(row, values[b], self.bootstrap) if b in values else None for b in BASELINES}
+    def gains(self, values: dict[str, list], row: Sequence[Optional[float]], key: str = "") -> dict[str, Any]:
+        """Paired gains of ``row`` over each baseline present (none over itself)."""
+        return {f"minus_{b}": paired(row, values[b], self.bootstrap) if b in values and b != key else None
+                for b in BASELINES}
 
     def main_table(self, pool: str, per: dict[str, Any], metrics: dict[str, Any]) -> list[dict[str, Any]]:
         values = per["methods"]
@@ -172,7 +174,7 @@ class Tables:
             if key not in values:
                 row["n/a"] = _absent_reason(key, pool, metrics)
             else:
-                row.update(accuracy=accuracy_ci(values[key], self.bootstrap), **self.gains(values, values[key]))
+                row.update(accuracy=accuracy_ci(values[key], self.bootstrap), **self.gains(values, values[key], key))
             rows.append(row)
         second = metrics.get("methods_second_checker")
         if second and "lever" in second:  # WikiTQ: the same LEVER choices judged by the official evaluator
@@ -193,7 +195,7 @@ class Tables:
             notes = ["S"]  # no verifier in these rows
         comparable = "no"
         if pool == "humaneval_codegen16b" and key == "codet_dual_agreement":
-            comparable = "yes (same samples and tests as CodeT's paper; CodeT's released score)"
+            comparable = "yes: the CodeT paper's samples and generated tests, its |samples| x |tests| score"
             notes = []
         if self.quick:
             comparable, notes = "no", ["Q"]
