@@ -48,6 +48,8 @@ def _fake_run(calls: list):
 
 def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     calls: list = []
+    assert pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, run_new=False).build()["pools"] == {}
+    assert calls == []  # --finished_only runs nothing
     tables = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bootstrap=500)
     doc = tables.build()
     names = sorted(str(d.relative_to(tmp_path / "runs")) for d, _ in calls)
@@ -90,6 +92,11 @@ def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     calls.clear()  # a re-run reads every run back
     again = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bootstrap=500).build()
     assert calls == [] and again["pools"] == doc["pools"]
+    (tmp_path / "runs/gsm8k_code002/no_exec/metrics.json").unlink()  # a run not finished yet
+    partial = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bootstrap=500, run_new=False).build()
+    assert calls == []
+    rows = {r["ablation"]: r for r in partial["pools"]["gsm8k_code002"]["ablations"]}
+    assert rows["no_exec"]["n/a"] == "not run" and "accuracy" in rows["no_program"]
 
 
 def test_unknown_pool_or_section_is_one_clear_error() -> None:

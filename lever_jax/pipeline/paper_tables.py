@@ -122,12 +122,13 @@ class Tables:
 
     def __init__(self, out: Path, run_fn: RunFn, pools: Sequence[str], datasets: dict[str, str],
                  gin_files: Optional[Sequence[str]] = None, bindings: Sequence[str] = (), quick: bool = False,
-                 bootstrap: int = 10_000, sections: Sequence[str] = SECTIONS) -> None:
+                 bootstrap: int = 10_000, sections: Sequence[str] = SECTIONS, run_new: bool = True) -> None:
         self.out, self.run_fn, self.pools, self.datasets = out, run_fn, list(pools), datasets
         self.gin_files, self.user_bindings, self.quick = gin_files, list(bindings), quick
         self.bootstrap = 200 if quick else bootstrap
         self.sizes = QUICK_SIZES if quick else SIZES
         self.sections = set(sections)
+        self.run_new = run_new  # False: tabulate the finished runs only (the others say 'not run')
         self.timings: dict[str, float] = {}
 
     # ------------------------------------------------------------------ running
@@ -145,14 +146,17 @@ class Tables:
             out += QUICK_BINDINGS
         return out + self.user_bindings + list(job.bindings)
 
-    def run(self, job: Job) -> tuple[dict[str, Any], dict[str, Any]]:
-        """metrics.json and per_problem.json of ``job`` (run now unless its stamp matches)."""
+    def run(self, job: Job) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+        """metrics.json and per_problem.json of ``job`` (run now unless its stamp matches; None when
+        it has not run and ``run_new`` is False)."""
         run_dir = self.out / "runs" / job.pool / job.name
         files, bindings = self.files(job.pool), self.bindings(job)
         stamp = {"gin": [[f, _text_sha(f)] for f in files], "bindings": list(bindings)}
         stamp_path = run_dir / "paper_tables_stamp.json"
         done = all((run_dir / n).exists() for n in ("metrics.json", "per_problem.json", stamp_path.name))
         if not (done and json.loads(stamp_path.read_text()) == stamp):
+            if not self.run_new:
+                return None
             t = time.time()
             self.run_fn(run_dir, files, bindings)
             write_json(stamp_path, stamp)
@@ -280,10 +284,13 @@ class Tables:
         runs: dict[str, dict[str, tuple[dict, dict]]] = {pool: {} for pool in self.pools}
         doc: dict[str, Any] = {}
         for phase in self.PHASES:
-            order = self.pools if phase == "main" else sorted(self.pools, key=lambda q: runs[q]["main"][0]["samples"])
+            order = self.pools if phase == "main" else sorted(runs, key=lambda q: runs[q]["main"][0]["samples"])
             for pool in order:  # after the main runs: the smaller pools first
                 for job in self.jobs(phase, pool, runs[pool]):
-                    runs[pool][job.name] = self.run(job)
+                    result = self.run(job)
+                    if result is not None:
+                        runs[pool][job.name] = result
+            runs = {q: done for q, done in runs.items() if "main" in done}  # (--finished_only)
             doc = self.assemble(runs)
             if partial is not None and phase != self.PHASES[-1]:
                 partial(doc)
@@ -489,6 +496,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables
                         help=f"beside the main table: any of {', '.join(SECTIONS)}")
     parser.add_argument("--quick", action="store_true", help="tiny smoke settings (24 problems, 2 folds)")
     parser.add_argument("--bootstrap", type=int, default=10_000)
+    parser.add_argument("--finished_only", action="store_true",
+                        help="run nothing: tabulate the runs already under OUT (the others say 'not run')")
     args = parser.parse_args(argv)
     pools = [p for p in args.pools.split(",") if p]
     check_pools(pools, list(POOLS))
@@ -497,7 +506,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables
         raise UserError(f"--sections: unknown {', '.join(sorted(sections - set(SECTIONS)))}; known: {', '.join(SECTIONS)}")
     out = Path(args.out or ("results/paper_tables_quick" if args.quick else "results/paper_tables"))
     tables = Tables(out, run_in_process, pools, {p: POOLS[p]["dataset"] for p in pools}, args.gin_file,
-                    args.gin_bindings, quick=args.quick, bootstrap=args.bootstrap, sections=sections)
+                    args.gin_bindings, quick=args.quick, bootstrap=args.bootstrap, sections=sections,
+                    run_new=not args.finished_only)
     command = " ".join(shlex.quote(a) for a in ["python", prog, *(sys.argv[1:] if argv is None else argv)])
     t = time.time()
     doc = tables.build(partial=lambda d: write(out, {**d, "partial": True}, command))
