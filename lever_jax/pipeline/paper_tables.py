@@ -259,8 +259,8 @@ class Tables:
 
     # ------------------------------------------------------------------ the whole thing
     # The most informative runs per CPU-second first: main tables; the scoring-only ablations (they
-    # reuse the main run's folds); transfer; the input ablations (retrained); training sizes.
-    PHASES = ("main", "scoring_ablations", "transfer", "input_ablations", "sizes")
+    # reuse the main run's folds); transfer; training sizes; the input ablations (retrained).
+    PHASES = ("main", "scoring_ablations", "transfer", "sizes", "input_ablations")
     SECTION_OF = {"scoring_ablations": "ablations", "input_ablations": "ablations"}
 
     def jobs(self, phase: str, pool: str, done: dict[str, tuple[dict, dict]]) -> list[Job]:
