@@ -30,6 +30,7 @@ import gin
 import numpy as np
 
 from lever_jax.rerank import methods, plots, pool_rows, report, statistics
+from lever_jax.rerank import table as method_table
 from lever_jax.pipeline import gsm8k_features
 from lever_jax.training import checkpoints  # noqa: F401 (gin registration before parsing)
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
@@ -41,6 +42,7 @@ from lever_jax.data.schema import Problem
 from lever_jax.pipeline.encoder_features import FeatureConfig, pool_features
 from lever_jax.pipeline.finetune import FinetuneConfig
 from lever_jax.pipeline.head import HeadConfig, HeadTrainer
+from lever_jax.pipeline.training_data import TrainingView, build_view
 
 gin.external_configurable(FeatureConfig, module="lever_jax.pipeline.encoder_features")
 gin.external_configurable(HeadConfig, module="lever_jax.pipeline.head")
@@ -95,6 +97,14 @@ class RunConfig:
     folds_dir: Optional[str] = None  # default: DIR/folds (per-fold checkpoints + scores; shareable)
     bootstrap: int = 10_000
     progress: bool = True
+    # Training-set size (the paper's figure): each fold's verifier trains on at most this many
+    # problems, a seeded subset of its training rows that is nested across sizes (the 250 are among
+    # the 500); the dev slice and the held-out problems (what is scored) stay the same.
+    train_problems: Optional[int] = None
+    # Transfer between LLMs: each fold's verifier trains (and selects its checkpoint) on this pool's
+    # problems whose ids are in the training folds of the evaluated pool -- same folds by problem
+    # id, so no evaluated problem is ever trained on -- and scores the evaluated pool's fold.
+    train_pool: Optional[str] = None
 
 
 def _sha(obj: Any) -> str:
@@ -183,12 +193,16 @@ def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
 
 # ------------------------------------------------------------------------------------ 2 folds
 # lever_jax.data.folds (shared with the fold tasks of `lever-jax train`): assign_folds, fold_rows.
+def _options_key(cfg: RunConfig) -> dict[str, Any]:
+    """The training-data options, only when set (so existing fold directories keep their names)."""
+    return {k: getattr(cfg, k) for k in ("train_problems", "train_pool") if getattr(cfg, k) is not None}
 
 
 # ------------------------------------------------------------------------------------ 3 train
 def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Path, dev_fraction: float,
-               seed: int, progress: bool) -> np.ndarray:
-    """Train on the other folds (minus a dev slice), keep the best-dev-loss checkpoint, score the fold."""
+               seed: int, progress: bool, rows: Optional[dict[str, np.ndarray]] = None) -> np.ndarray:
+    """Train on the other folds (minus a dev slice), keep the best-dev-loss checkpoint, score the fold.
+    ``rows`` (``TrainingView.rows``) replaces the default fold rows."""
     import jax
     from lever_jax.data.progress import progress_bar
 
@@ -198,7 +212,7 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
     if scores_path.exists():
         _log(f"fold {fold}: done already ({scores_path})")
         return np.load(scores_path)
-    rows = fold_rows(folds, fold, dev_fraction, seed)
+    rows = rows if rows is not None else fold_rows(folds, fold, dev_fraction, seed)
     held, dev, train = rows["heldout"], rows["dev"], rows["train"]
     cfg = trainer.config
     state = trainer.init_state()
@@ -265,6 +279,18 @@ def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> di
     return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
 
 
+def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
+                  out: Path) -> TrainingView:
+    """The verifier's problems and fold rows under ``RunConfig.train_pool`` / ``train_problems``."""
+    if cfg.train_pool is not None and cfg.train_pool not in POOLS:
+        raise UserError(f"RunConfig.train_pool: unknown pool {cfg.train_pool!r}; known: {', '.join(POOLS)}")
+    train = None if cfg.train_pool is None else \
+        sorted(load_pool(dataclasses.replace(cfg, pool=cfg.train_pool, input=None), out), key=lambda p: p.problem_id)
+    if train is not None:
+        _log(f"transfer: the verifier trains on {cfg.train_pool} ({len(train)} problems; same folds by problem id)")
+    return build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, cfg.train_pool or "")
+
+
 @gin.configurable
 def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: FeatureConfig = gin.REQUIRED,
         head: HeadConfig = gin.REQUIRED, command: str = "", gin_text: str = "",
@@ -303,14 +329,14 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     _log(f"{len(problems)} problems, {n_cand} distinct programs ({arrays.counts.sum()} samples), "
          f"{cfg.num_folds} folds")
 
+    view = training_view(cfg, problems, arrays, folds, out)
     if cfg.verifier == "head":
-        ver = _head_verifier(cfg, features, head, problems, arrays, folds, settings, out, timings)
+        ver = _head_verifier(cfg, features, head, view, settings, out, timings)
     elif cfg.verifier == "finetune":
-        from lever_jax.pipeline.finetune import finetune_verifier
-
-        ver = finetune_verifier(cfg, finetune, problems, arrays, folds, out, timings, train_fold)
+        ver = _finetune_verifier(cfg, finetune, view, out, timings)
     else:
-        ver = _trained_verifier(cfg, problems, arrays, folds, out, timings)
+        ver = _trained_verifier(cfg, view, out, timings)
+    ver = np.where(arrays.mask, ver[:len(problems), :arrays.shape[1]], -np.inf).astype(np.float32)
 
     t = time.time()
     table = report.method_table(arrays, ver, n_resamples=cfg.bootstrap, use_gen_prob=use_gen_prob)
@@ -331,9 +357,11 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         if other in table and headline in table:
             extra[f"{headline}_minus_{other}"] = paired_gain(table[headline].choice, table[other].choice,
                                                              arrays.correct, cfg.bootstrap)
-    codet = codet_row(cfg, problems, arrays)
-    if codet is not None:
-        extra["codet_dual_agreement"] = codet
+    codet_values = codet_per_problem(cfg, problems, arrays)
+    if codet_values is not None:
+        ci = statistics.bootstrap_ci(codet_values, n_resamples=cfg.bootstrap)
+        extra["codet_dual_agreement"] = {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high,
+                                         "confidence": ci.confidence}
     total = int(arrays.counts.sum(axis=1).max())
     ks = sorted({k for k in (1, 2, 4, 5, 8, 10, 14, 20, 50, 100, total) if k <= total})
     curves = accuracy_curves(arrays, ver, use_gen_prob, ks, trials=10 if cfg.max_problems else 20)
@@ -344,7 +372,11 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
         **({"methods_second_checker": {"checker": checker[0], **report.metrics_json(second)}} if second else {}),
         "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
+        "training": {"train_pool": cfg.train_pool, "train_problems": cfg.train_problems,
+                     "train_rows_per_fold": [len((view.rows(f, cfg.dev_fraction, 0) or fold_rows(
+                         folds, f, cfg.dev_fraction, 0))["train"]) for f in range(cfg.num_folds)]},
     }
+    write_json(out / "per_problem.json", per_problem_doc(arrays, ver, table, use_gen_prob, codet_values))
     write_json(out / "metrics.json", doc)
     write_json(out / "scores.json", report.scores_json(arrays, table, ver))
     plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{_pool_name(cfg)}: accuracy vs k")
@@ -356,10 +388,26 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     return doc
 
 
-def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, problems: Sequence[Problem],
-                   arrays: CandidateArrays, folds: np.ndarray, settings: dict[str, Any], out: Path,
-                   timings: dict[str, float]) -> np.ndarray:
-    """Frozen-encoder features (+ candidate features) and a small head per fold -> log P(yes) [B, N]."""
+def per_problem_doc(arrays: CandidateArrays, ver: np.ndarray, table: dict, use_gen_prob: bool,
+                    codet: Optional[np.ndarray]) -> dict[str, Any]:
+    """Per-problem correctness of every method (the one table's values; null where a method does
+    not apply), so paired comparisons across runs (scripts/paper_tables.py) need no recomputation."""
+    values = {k: v for k, (v, _) in method_table.per_problem(arrays, ver, use_gen_prob=use_gen_prob).items()
+              if k in table}
+    for name, row in table.items():
+        if name not in values and row.choice is not None:
+            values[name] = statistics.choice_correct(row.choice, arrays.correct).astype(np.float64)
+    if codet is not None:
+        values["codet_dual_agreement"] = codet
+    return {"problem_ids": list(arrays.problem_ids),
+            "methods": {k: [None if np.isnan(x) else float(x) for x in v] for k, v in values.items()}}
+
+
+def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, view: TrainingView,
+                   settings: dict[str, Any], out: Path, timings: dict[str, float]) -> np.ndarray:
+    """Frozen-encoder features (+ candidate features) and a small head per fold -> log P(yes)
+    [view rows, view width]."""
+    problems, arrays, folds = view.problems, view.arrays, view.folds
     t = time.time()
     feats = pool_features(problems, arrays.shape[1], features,
                           cfg.features_dir or out / "features", progress=cfg.progress)
@@ -379,14 +427,34 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, pr
     for fold in range(cfg.num_folds):
         held = np.flatnonzero(folds == fold)
         ver[held] = train_fold(trainer, fold, folds, Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}",
-                               cfg.dev_fraction, head.seed, cfg.progress)
+                               cfg.dev_fraction, head.seed, cfg.progress, rows=view.rows(fold, cfg.dev_fraction, head.seed))
     timings["train_score_s"] = time.time() - t
     return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
 
 
+def _finetune_verifier(cfg: RunConfig, finetune: FinetuneConfig, view: TrainingView, out: Path,
+                       timings: dict[str, float]) -> np.ndarray:
+    """lever_jax.pipeline.finetune on the view; with the training-data options its fold checkpoints
+    go under FOLDS/options-<sha>/ (finetune's own key does not name them)."""
+    from lever_jax.pipeline.finetune import finetune_verifier
+
+    options = _options_key(cfg)
+    if options:
+        base = Path(cfg.folds_dir or out / "folds")
+        cfg = dataclasses.replace(cfg, folds_dir=str(base / f"options-{_sha(options)}"))
+
+    def fold_fn(trainer: Any, fold: int, folds: np.ndarray, fold_dir: Path, dev_fraction: float, seed: int,
+                progress: bool) -> np.ndarray:
+        return train_fold(trainer, fold, folds, fold_dir, dev_fraction, seed, progress,
+                          rows=view.rows(fold, dev_fraction, seed))
+
+    return finetune_verifier(cfg, finetune, view.problems, view.arrays, view.folds, out, timings, fold_fn)
+
+
 def _fold_key(cfg: RunConfig) -> dict[str, Any]:
     return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "dev_fraction": cfg.dev_fraction,
-            "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute, "input": _input_key(cfg)}
+            "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute, "input": _input_key(cfg),
+            **_options_key(cfg)}
 
 
 def _pool_name(cfg: RunConfig) -> str:
@@ -400,12 +468,12 @@ def _input_key(cfg: RunConfig) -> Optional[dict[str, Any]]:
     return {"path": str(Path(cfg.input).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
-                      out: Path, timings: dict[str, float]) -> np.ndarray:
-    """A verifier trained end to end per fold (gin `build_model` / `train.*`) -> log P(yes) [B, N].
-    The dev slice of each fold is seeded by RunConfig.fold_seed."""
+def _trained_verifier(cfg: RunConfig, view: TrainingView, out: Path, timings: dict[str, float]) -> np.ndarray:
+    """A verifier trained end to end per fold (gin `build_model` / `train.*`) -> log P(yes)
+    [view rows, view width]. The dev slice of each fold is seeded by RunConfig.fold_seed."""
     from lever_jax.pipeline import fold_training
 
+    problems, arrays, folds = view.problems, view.arrays, view.folds
     if cfg.ablation in ("no_exec", "no_program"):  # LEVER's input ablations: the serialized input
         with gin.unlock_config():
             gin.bind_parameter("serialize_options.include_execution", cfg.ablation != "no_exec")
@@ -417,7 +485,8 @@ def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: Candi
     train_key = _sha({"gin": training_gin} | _fold_key(cfg))
     ver = np.full(arrays.shape, -np.inf, np.float32)
     for fold in range(cfg.num_folds):
-        rows = fold_rows(folds, fold, cfg.dev_fraction, cfg.fold_seed)
+        rows = view.rows(fold, cfg.dev_fraction, cfg.fold_seed) or fold_rows(folds, fold, cfg.dev_fraction,
+                                                                               cfg.fold_seed)
         fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
         _log(f"fold {fold}: training the verifier ({len(rows['train'])} train / {len(rows['dev'])} dev problems)")
         ver[rows["heldout"]] = fold_training.train_fold(problems, rows, arrays.shape[1], fold_dir, cfg.progress)
@@ -425,8 +494,8 @@ def _trained_verifier(cfg: RunConfig, problems: Sequence[Problem], arrays: Candi
     return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
 
 
-def codet_row(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays) -> Optional[dict[str, float]]:
-    """CodeT dual agreement from the shipped sample x generated-test pass matrix, when present."""
+def codet_per_problem(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays) -> Optional[np.ndarray]:
+    """Per-problem expected accuracy of CodeT dual agreement (f64[B]), when the pool ships its tests."""
     spec = POOLS[cfg.pool] if cfg.input is None else {}
     if "codet" not in spec:
         return None
@@ -451,9 +520,7 @@ def codet_row(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArra
         choice[b] = max(int(res.choice), 0)
     # problems with no usable generated test: a random sample (CodeT's convention)
     rand = methods.random_expected(arrays.correct, arrays.mask, arrays.counts)
-    acc = np.where(np.isnan(acc), rand, acc)
-    ci = statistics.bootstrap_ci(acc, n_resamples=cfg.bootstrap)
-    return {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "confidence": ci.confidence}
+    return np.where(np.isnan(acc), rand, acc)
 
 
 def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any],

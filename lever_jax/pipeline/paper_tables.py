@@ -1,0 +1,526 @@
+"""The paper's tables from one command (scripts/paper_tables.py): every `lever-jax run` they need,
+then one markdown file + one JSON with every number.
+
+For each bundled pool (``run.POOLS``): the main table (greedy, ML, ML+EP, MBR-exec / majority vote,
+voting over error-free programs, CodeT where the pool ships generated tests, LEVER, oracle), the
+ablations (- gold program, - execution information, - program, - aggregation, - P_LM), accuracy vs
+training problems per fold (250 / 500 / all: ``RunConfig.train_problems``, nested subsets, same
+scored problems) and accuracy vs samples at inference (the run's own accuracy-vs-k numbers); then
+transfer between the GSM8k pools' LLMs (``RunConfig.train_pool``). Rows come from the runs'
+``metrics.json`` / ``per_problem.json`` (the one method table, ``lever_jax.rerank.table``); paired
+95% CIs resample problems (``rerank.statistics.bootstrap_ci`` on per-problem differences). Each row
+says whether it is comparable to the paper's number, and why not.
+
+Runs live under OUT/runs/<pool>/<name>/ and share OUT/shared/{executed,features,folds}, so the
+scoring-only ablations reuse the main run's trained folds and a re-run redoes nothing: a run whose
+stamp (gin files' text + bindings) matches is read back, not rerun.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from lever_jax.data.errors import UserError
+from lever_jax.data.jsonl import atomic_writer, write_json
+from lever_jax.rerank import statistics
+from lever_jax.rerank.table import METHODS
+
+MAIN_ROWS = (("greedy", "greedy"), ("max_gen_prob", "ML (max generation prob.)"),
+             ("ml_ep", "ML + EP (paper's main baseline)"), ("majority_vote", "MBR-exec / majority vote"),
+             ("voting_error_free", "voting over error-free programs"),
+             ("codet_dual_agreement", "CodeT (dual execution agreement)"), ("lever", "LEVER"),
+             ("oracle", "oracle (any correct)"))
+ABLATIONS = (("none", "LEVER (full)"), ("no_gold", "- gold program in training"),
+             ("no_exec", "- execution information"), ("no_program", "- program"),
+             ("no_agg", "- aggregation"), ("no_gen_prob", "- P_LM"))
+TRANSFERS = (("gsm8k_code002", "gsm8k_other_llms"), ("gsm8k_other_llms", "gsm8k_code002"))
+SIZES = (250, 500)
+SECTIONS = ("ablations", "sizes", "transfer")
+QUICK_SIZES = (4, 8)
+BASELINES = ("majority_vote", "ml_ep")
+POOL_GIN = {"gsm8k": "gin_configs/runs/demo.gin", "humaneval": "gin_configs/runs/humaneval.gin",
+            "wikitq_binder": "gin_configs/runs/wikitq_binder.gin"}
+QUICK_BINDINGS = ("RunConfig.max_problems = 24", "RunConfig.num_folds = 2", "RunConfig.bootstrap = 200",
+                  "RunConfig.execute = False", "FeatureConfig.question_len = 48", "FeatureConfig.program_len = 48",
+                  "FeatureConfig.result_len = 32", "HeadConfig.steps = 12", "HeadConfig.eval_every = 6",
+                  "HeadConfig.warmup_steps = 2", "HeadConfig.problems_per_step = 8")
+NO_GOLD = {
+    "gsm8k": "GSM8k has no gold program (LEVER has none either)",
+    "wikitq_binder": "no gold SQL: WikiTQ has none and SQUALL's annotations are not bundled",
+    "humaneval": "HumanEval has a gold program (the canonical solution), but `lever-jax run`'s verifiers "
+                 "train on the pool's candidates only (gold positives exist in `lever-jax train`, "
+                 "train.add_gold)",
+}
+# What the paper reports (LEVER + Codex code-davinci-002; /work/shared/LEVER_NOTES.md, the CodeT
+# paper for HumanEval) per dataset: method key -> number.
+PAPER = {"gsm8k": {"greedy": 67.2, "ml_ep": 72.6, "lever": 84.5},
+         "wikitq_binder": {"greedy": 53.0, "ml_ep": 54.9, "lever": 65.8},
+         "humaneval": {"codet_dual_agreement": 36.7}}
+# Why a pool's rows differ from the paper's (notes cited by letter in the tables).
+POOL_NOTES = {
+    "gsm8k_code002": {"S": "our code-davinci-002 samples (Faithful-CoT / PoT prompts, 14 per problem) are not "
+                           "LEVER's Codex samples",
+                      "T": "the verifier is cross-fitted on GSM8k *test* problems (LEVER trains on the training "
+                           "split's samples)"},
+    "gsm8k_other_llms": {"S": "a mixture of other LLMs' samples (code-davinci-001, text-davinci-002/003, "
+                              "gpt-3.5-turbo, gpt-4); the paper's main table is Codex",
+                         "T": "the verifier is cross-fitted on GSM8k *test* problems"},
+    "humaneval_codegen16b": {"S": "HumanEval is not in the LEVER paper; the samples and generated tests are "
+                                  "CodeT's release (CodeGen-16B x 100), so CodeT's 36.7 is the anchor",
+                             "T": "the verifier is cross-fitted on the 164 test problems"},
+    "humaneval_codegen16b_hidden_inputs": {
+        "S": "UPPER BOUND, not deployable: the hidden tests' inputs feed the verifier and the grouping",
+        "T": "the verifier is cross-fitted on the 164 test problems"},
+    "wikitq_binder": {"S": "94 WikiTQ test questions x 20 Binder (gpt-3.5) samples, not Codex on the full test "
+                           "set; correct = LEVER's relaxed checker (the paper's 65.8 uses it)",
+                      "T": "the verifier is cross-fitted on those test questions"},
+}
+VERIFIER_NOTE = ("the verifier is a small head on frozen MiniLM features (+ GSM8k's hand-crafted features), "
+                 "not LEVER's fine-tuned T5 / RoBERTa-large")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One `lever-jax run` of the tables: a pool, a name (its directory) and bindings."""
+
+    pool: str
+    name: str
+    bindings: tuple[str, ...] = ()
+
+
+RunFn = Callable[[Path, Sequence[str], Sequence[str]], dict[str, Any]]
+
+
+def paired(a: Sequence[Optional[float]], b: Sequence[Optional[float]], n_resamples: int) -> Optional[dict[str, float]]:
+    """Paired bootstrap of mean(a - b) over the problems where both are defined (None: neither)."""
+    both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if not both:
+        return None
+    diff = np.array([x - y for x, y in both], np.float64)
+    ci = statistics.bootstrap_ci(diff, n_resamples=n_resamples)
+    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "problems": len(both)}
+
+
+def accuracy_ci(values: Sequence[Optional[float]], n_resamples: int) -> Optional[dict[str, float]]:
+    """Accuracy + percentile bootstrap CI over the problems where ``values`` is defined."""
+    known = np.array([v for v in values if v is not None], np.float64)
+    if not known.size:
+        return None
+    ci = statistics.bootstrap_ci(known, n_resamples=n_resamples)
+    return {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "problems": int(known.size)}
+
+
+class Tables:
+    """Plans, runs (or reads back) and tabulates the runs of ``pools`` into ``out``."""
+
+    def __init__(self, out: Path, run_fn: RunFn, pools: Sequence[str], datasets: dict[str, str],
+                 gin_files: Optional[Sequence[str]] = None, bindings: Sequence[str] = (), quick: bool = False,
+                 bootstrap: int = 10_000, sections: Sequence[str] = SECTIONS, run_new: bool = True) -> None:
+        self.out, self.run_fn, self.pools, self.datasets = out, run_fn, list(pools), datasets
+        self.gin_files, self.user_bindings, self.quick = gin_files, list(bindings), quick
+        self.bootstrap = 200 if quick else bootstrap
+        self.sizes = QUICK_SIZES if quick else SIZES
+        self.sections = set(sections)
+        self.run_new = run_new  # False: tabulate the finished runs only (the others say 'not run')
+        self.timings: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ running
+    def files(self, pool: str) -> list[str]:
+        return list(self.gin_files) if self.gin_files else [POOL_GIN.get(self.datasets[pool], POOL_GIN["gsm8k"])]
+
+    def bindings(self, job: Job) -> list[str]:
+        shared = self.out / "shared"
+        out = [f"RunConfig.pool = '{job.pool}'", f"RunConfig.executed_dir = '{shared / 'executed'}'",
+               f"RunConfig.features_dir = '{shared / 'features'}'", f"RunConfig.folds_dir = '{shared / 'folds'}'",
+               "RunConfig.progress = False"]
+        if self.datasets[job.pool] != "gsm8k":  # the hand-crafted candidate features are GSM8k's
+            out.append("HeadConfig.use_candidate_features = False")
+        if self.quick:
+            out += QUICK_BINDINGS
+        return out + self.user_bindings + list(job.bindings)
+
+    def run(self, job: Job) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+        """metrics.json and per_problem.json of ``job`` (run now unless its stamp matches; None when
+        it has not run and ``run_new`` is False)."""
+        run_dir = self.out / "runs" / job.pool / job.name
+        files, bindings = self.files(job.pool), self.bindings(job)
+        stamp = {"gin": [[f, _text_sha(f)] for f in files], "bindings": list(bindings)}
+        stamp_path = run_dir / "paper_tables_stamp.json"
+        done = all((run_dir / n).exists() for n in ("metrics.json", "per_problem.json", stamp_path.name))
+        if not (done and json.loads(stamp_path.read_text()) == stamp):
+            if not self.run_new:
+                return None
+            t = time.time()
+            self.run_fn(run_dir, files, bindings)
+            write_json(stamp_path, stamp)
+            self.timings[f"{job.pool}/{job.name}"] = time.time() - t
+        return (json.loads((run_dir / "metrics.json").read_text()),
+                json.loads((run_dir / "per_problem.json").read_text()))
+
+    # ------------------------------------------------------------------ rows
+    def gains(self, values: dict[str, list], row: Sequence[Optional[float]], key: str = "") -> dict[str, Any]:
+        """Paired gains of ``row`` over each baseline present (none over itself)."""
+        return {f"minus_{b}": paired(row, values[b], self.bootstrap) if b in values and b != key else None
+                for b in BASELINES}
+
+    def main_table(self, pool: str, per: dict[str, Any], metrics: dict[str, Any]) -> list[dict[str, Any]]:
+        values = per["methods"]
+        rows = []
+        for key, label in MAIN_ROWS:
+            row: dict[str, Any] = {"key": key, "label": label, **self.comparable(pool, key)}
+            if key not in values:
+                row["n/a"] = _absent_reason(key, pool, metrics)
+            else:
+                row.update(accuracy=accuracy_ci(values[key], self.bootstrap), **self.gains(values, values[key], key))
+            rows.append(row)
+        second = metrics.get("methods_second_checker")
+        if second and "lever" in second:  # WikiTQ: the same LEVER choices judged by the official evaluator
+            row = {"key": "lever_second_checker", "label": f"LEVER, judged by the {second['checker']}",
+                   "accuracy": {k: second["lever"][k] for k in ("accuracy", "ci_low", "ci_high")},
+                   "minus_majority_vote": None, "minus_ml_ep": None, **self.comparable(pool, "lever")}
+            row["paper"] = 62.9 if self.datasets[pool] == "wikitq_binder" else None
+            rows.append(row)
+        return rows
+
+    def comparable(self, pool: str, key: str) -> dict[str, Any]:
+        """The paper's number for this row (if any) and why ours is (not) comparable."""
+        dataset = self.datasets[pool]
+        paper = PAPER.get(dataset, {}).get(key)
+        notes = ["S", "T"] + (["V"] if key.startswith("lever") else [])
+        if key in ("greedy", "max_gen_prob", "ml_ep", "majority_vote", "voting_error_free", "oracle",
+                   "codet_dual_agreement"):
+            notes = ["S"]  # no verifier in these rows
+        comparable = "no"
+        if pool == "humaneval_codegen16b" and key == "codet_dual_agreement":
+            comparable = "yes: the CodeT paper's samples and generated tests, its |samples| x |tests| score"
+            notes = []
+        if self.quick:
+            comparable, notes = "no", ["Q"]
+        return {"paper": paper, "comparable": comparable, "notes": notes}
+
+    def ablations(self, pool: str, runs: dict[str, tuple[dict, dict]]) -> list[dict[str, Any]]:
+        full = runs["none"][1]["methods"]["lever"]
+        rows = []
+        for ablation, label in ABLATIONS:
+            row: dict[str, Any] = {"ablation": ablation, "label": label, "comparable": "no",
+                                   "notes": ["Q"] if self.quick else ["S", "T", "V"]}
+            if ablation not in runs:
+                row["n/a"] = NO_GOLD.get(self.datasets[pool], "RunConfig has no gold-program option") \
+                    if ablation == "no_gold" else "not run" + ("" if "ablations" in self.sections else " (--sections)")
+                rows.append(row)
+                continue
+            metrics, per = runs[ablation]
+            head = "lever_no_agg" if ablation == "no_agg" else "lever"
+            values = per["methods"]
+            row.update(accuracy=accuracy_ci(values[head], self.bootstrap), minus_full=paired(
+                values[head], full, self.bootstrap) if ablation != "none" else None,
+                binary_acc=metrics["verifier"]["binary_acc"], **self.gains(values, values[head]))
+            rows.append(row)
+        return rows
+
+    def sizes_table(self, pool: str, runs: dict[str, tuple[dict, dict]], per_fold: int) -> list[dict[str, Any]]:
+        full = runs["all"][1]["methods"]["lever"]
+        rows = []
+        for name in [*(str(n) for n in self.sizes), "all"]:
+            row: dict[str, Any] = {"train_problems": name, "comparable": "no",
+                                   "notes": ["Q"] if self.quick else ["S", "T", "V"]}
+            if name not in runs:
+                row["n/a"] = f"the pool has only {per_fold} training problems per fold" \
+                    if int(name) >= per_fold else "not run" + ("" if "sizes" in self.sections else " (--sections)")
+            else:
+                metrics, per = runs[name]
+                values = per["methods"]
+                row.update(accuracy=accuracy_ci(values["lever"], self.bootstrap),
+                           train_rows_per_fold=metrics["training"]["train_rows_per_fold"],
+                           minus_all=paired(values["lever"], full, self.bootstrap) if name != "all" else None,
+                           **self.gains(values, values["lever"]))
+            rows.append(row)
+        return rows
+
+    @staticmethod
+    def k_table(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+        curves = metrics["accuracy_at_k"]
+        rows = []
+        for k in sorted({p["k"] for p in curves.get("lever", [])}):  # the run's k (1, 2, 4, 5, 8, ..., all)
+            row: dict[str, Any] = {"k": k}
+            for method in ("majority_vote", "ml_ep", "voting_error_free", "lever", "oracle"):
+                point = next((p for p in curves.get(method, []) if p["k"] == k), None)
+                if point is not None:
+                    row[method] = {"accuracy": point["accuracy"], "std": point["std"]}
+            rows.append(row)
+        return rows
+
+    # ------------------------------------------------------------------ the whole thing
+    # The most informative runs per CPU-second first: main tables; the scoring-only ablations (they
+    # reuse the main run's folds); transfer; training sizes; the input ablations (retrained).
+    PHASES = ("main", "scoring_ablations", "transfer", "sizes", "input_ablations")
+    SECTION_OF = {"scoring_ablations": "ablations", "input_ablations": "ablations"}
+
+    def jobs(self, phase: str, pool: str, done: dict[str, tuple[dict, dict]]) -> list[Job]:
+        """The runs of one phase for one pool (size runs only below the pool's training rows)."""
+        if phase == "main":
+            return [Job(pool, "main")]
+        if self.SECTION_OF.get(phase, phase) not in self.sections:
+            return []
+        if phase.endswith("ablations"):
+            names = ("no_agg", "no_gen_prob") if phase == "scoring_ablations" else ("no_exec", "no_program")
+            return [Job(pool, a, (f"RunConfig.ablation = '{a}'",)) for a in names]
+        if phase == "sizes":
+            per_fold = min(done["main"][0]["training"]["train_rows_per_fold"])
+            return [Job(pool, f"train{n}", (f"RunConfig.train_problems = {n}",)) for n in self.sizes if n < per_fold]
+        return [Job(pool, f"from_{train}", (f"RunConfig.train_pool = '{train}'",))
+                for train, evaluated in TRANSFERS if evaluated == pool and train in self.pools]
+
+    def build(self, partial: Optional[Callable[[dict[str, Any]], None]] = None) -> dict[str, Any]:
+        """Every table, phase by phase (main tables of every pool first); ``partial(doc)`` after each
+        phase, so a long run leaves its tables so far."""
+        runs: dict[str, dict[str, tuple[dict, dict]]] = {pool: {} for pool in self.pools}
+        doc: dict[str, Any] = {}
+        for phase in self.PHASES:
+            order = self.pools if phase == "main" else sorted(runs, key=lambda q: runs[q]["main"][0]["samples"])
+            for pool in order:  # after the main runs: the smaller pools first
+                for job in self.jobs(phase, pool, runs[pool]):
+                    result = self.run(job)
+                    if result is not None:
+                        runs[pool][job.name] = result
+            runs = {q: done for q, done in runs.items() if "main" in done}  # (--finished_only)
+            doc = self.assemble(runs)
+            if partial is not None and phase != self.PHASES[-1]:
+                partial(doc)
+        return doc
+
+    def assemble(self, runs: dict[str, dict[str, tuple[dict, dict]]]) -> dict[str, Any]:
+        """The document from the runs made so far (missing rows say 'not run')."""
+        doc: dict[str, Any] = {"pools": {}, "transfer": [], "quick": self.quick, "bootstrap": self.bootstrap,
+                               "timings_s": dict(self.timings)}
+        for pool, done in runs.items():
+            main = done["main"]
+            per_fold = min(main[0]["training"]["train_rows_per_fold"])
+            ablations = {"none": main, **{k: v for k, v in done.items() if k.startswith("no_")}}
+            sizes = {"all": main, **{k[len("train"):]: v for k, v in done.items() if k.startswith("train")}}
+            doc["pools"][pool] = {
+                "dataset": self.datasets[pool], "problems": main[0]["problems"], "samples": main[0]["samples"],
+                "notes": POOL_NOTES.get(pool, {}), "main": self.main_table(pool, main[1], main[0]),
+                "ablations": self.ablations(pool, ablations),
+                "train_sizes": self.sizes_table(pool, sizes, per_fold),
+                "samples_at_inference": self.k_table(main[0]),
+            }
+        for train, evaluated in TRANSFERS:
+            if train in runs and f"from_{train}" in runs.get(evaluated, {}):
+                doc["transfer"].append(self.transfer(train, evaluated, runs[evaluated]))
+        return doc
+
+    def transfer(self, train: str, evaluated: str, done: dict[str, tuple[dict, dict]]) -> dict[str, Any]:
+        (metrics, per), main = done[f"from_{train}"], done["main"]
+        values, own = per["methods"], main[1]["methods"]
+        return {"train_pool": train, "eval_pool": evaluated, "comparable": "no",
+                "notes": ["Q"] if self.quick else ["S", "T", "V"],
+                "in_pool": accuracy_ci(own["lever"], self.bootstrap),
+                "transfer": accuracy_ci(values["lever"], self.bootstrap),
+                "transfer_minus_in_pool": paired(values["lever"], own["lever"], self.bootstrap),
+                "binary_acc": metrics["verifier"]["binary_acc"],
+                "in_pool_binary_acc": main[0]["verifier"]["binary_acc"],
+                **self.gains(values, values["lever"])}
+
+
+def _text_sha(path: str) -> str:
+    p = Path(path)
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:16] if p.is_file() else path
+
+
+def _absent_reason(key: str, pool: str, metrics: dict[str, Any]) -> str:
+    if key == "greedy":
+        return "the pool marks no greedy decode"
+    if key in ("max_gen_prob", "ml_ep"):
+        return "the pool has no generation log-probs"
+    if key == "codet_dual_agreement":
+        return "the pool ships no generated tests"
+    if key == "voting_error_free":
+        return "the pool records no execution status"
+    return f"not in {pool}'s method table"
+
+
+# ---------------------------------------------------------------------------------- markdown
+def _pct(x: Optional[dict[str, float]], key: str = "accuracy", signed: bool = False) -> str:
+    if not x:
+        return "—"
+    f = "{:+.1f}" if signed else "{:.1f}"
+    return f"{f.format(100 * x[key])} [{f.format(100 * x['ci_low'])}, {f.format(100 * x['ci_high'])}]"
+
+
+def _cmp(row: dict[str, Any]) -> str:
+    text = row["comparable"]
+    if row.get("notes"):
+        text += " (" + ", ".join(row["notes"]) + ")"
+    if row.get("paper") is not None:
+        text += f"; paper {row['paper']:.1f}"
+    return text
+
+
+def render(doc: dict[str, Any], command: str) -> str:
+    """The markdown of :meth:`Tables.build`'s document."""
+    gain_hdr = "− majority vote [paired 95% CI] | − ML+EP [paired 95% CI]"
+    lines = ["# LEVER's tables on the bundled pools", "",
+             f"Generated by `{command}`. Accuracy (%) with 95% bootstrap CIs over problems "
+             f"({doc['bootstrap']} resamples); gains are paired over the same problems. Every problem is "
+             "scored by a verifier that never trained on it (cross-fitting). `comparable`: whether the row "
+             "can be set beside the paper's number, with the reasons (letters: the pool's notes; "
+             f"V = {VERIFIER_NOTE}" + ("; Q = `--quick` smoke settings, numbers meaningless" if doc["quick"] else "")
+             + ")."]
+    if doc.get("partial"):
+        lines += ["", "**PARTIAL: the command was still running when this was written; rows marked 'not run' "
+                      "are still to come.**"]
+    for pool, p in doc["pools"].items():
+        label = " -- UPPER BOUND (hidden test inputs)" if pool.endswith("_hidden_inputs") else ""
+        lines += ["", f"## {pool}{label} ({p['problems']} problems, {p['samples']} samples)", ""]
+        lines += [f"- {k}: {v}" for k, v in p["notes"].items()]
+        lines += ["", "### Main table", "", f"| method | key | accuracy [95% CI] | {gain_hdr} | comparable |",
+                  "|---|---|---:|---:|---:|---|"]
+        for r in p["main"]:
+            if "n/a" in r:
+                lines.append(f"| {r['label']} | `{r['key']}` | n/a: {r['n/a']} | | | {_cmp(r)} |")
+            else:
+                lines.append(f"| {r['label']} | `{r['key']}` | {_pct(r['accuracy'])} | "
+                             f"{_pct(r['minus_majority_vote'], 'gain', True)} | {_pct(r['minus_ml_ep'], 'gain', True)} | "
+                             f"{_cmp(r)} |")
+        lines += ["", "### Ablations", "",
+                  f"| setting | LEVER accuracy [95% CI] | − full LEVER [paired CI] | {gain_hdr} | verifier binary acc "
+                  "| comparable |", "|---|---:|---:|---:|---:|---:|---|"]
+        for r in p["ablations"]:
+            if "n/a" in r:
+                lines.append(f"| {r['label']} | n/a: {r['n/a']} | | | | | {_cmp(r)} |")
+            else:
+                lines.append(f"| {r['label']} (`{r['ablation']}`) | {_pct(r['accuracy'])} | "
+                             f"{_pct(r['minus_full'], 'gain', True)} | {_pct(r['minus_majority_vote'], 'gain', True)} | "
+                             f"{_pct(r['minus_ml_ep'], 'gain', True)} | {100 * r['binary_acc']:.1f} | {_cmp(r)} |")
+        lines += ["", "### Accuracy vs training problems per fold (nested subsets, same scored problems)", "",
+                  f"| training problems | actual per fold | LEVER accuracy [95% CI] | − all [paired CI] | {gain_hdr} "
+                  "| comparable |", "|---|---:|---:|---:|---:|---:|---|"]
+        for r in p["train_sizes"]:
+            if "n/a" in r:
+                lines.append(f"| {r['train_problems']} | n/a: {r['n/a']} | | | | | {_cmp(r)} |")
+            else:
+                per_fold = r["train_rows_per_fold"]
+                lines.append(f"| {r['train_problems']} | {min(per_fold)}-{max(per_fold)} | {_pct(r['accuracy'])} | "
+                             f"{_pct(r['minus_all'], 'gain', True)} | {_pct(r['minus_majority_vote'], 'gain', True)} | "
+                             f"{_pct(r['minus_ml_ep'], 'gain', True)} | {_cmp(r)} |")
+        lines += ["", "### Accuracy vs samples at inference (mean ± std over random k-subsets; the run's "
+                      "accuracy_vs_k numbers; paired CIs at k = all are the main table's)", "",
+                  "| k | majority vote | ML+EP | voting error-free | LEVER | oracle |", "|---:|---:|---:|---:|---:|---:|"]
+        for r in p["samples_at_inference"]:
+            cells = [f"{100 * r[m]['accuracy']:.1f} ± {100 * r[m]['std']:.1f}" if m in r else "—"
+                     for m in ("majority_vote", "ml_ep", "voting_error_free", "lever", "oracle")]
+            lines.append(f"| {r['k']} | " + " | ".join(cells) + " |")
+    if doc["transfer"]:
+        lines += ["", "## Transfer between LLMs (GSM8k; folds by problem id: no evaluated problem is trained on)", "",
+                  "| verifier trained on | evaluated on | LEVER, in-pool verifier | LEVER, transferred | "
+                  f"transferred − in-pool [paired CI] | {gain_hdr} | binary acc (transferred / in-pool) | comparable |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+        for r in doc["transfer"]:
+            lines.append(f"| {r['train_pool']} | {r['eval_pool']} | {_pct(r['in_pool'])} | {_pct(r['transfer'])} | "
+                         f"{_pct(r['transfer_minus_in_pool'], 'gain', True)} | "
+                         f"{_pct(r['minus_majority_vote'], 'gain', True)} | {_pct(r['minus_ml_ep'], 'gain', True)} | "
+                         f"{100 * r['binary_acc']:.1f} / {100 * r['in_pool_binary_acc']:.1f} | {_cmp(r)} |")
+    if doc.get("timings_s"):
+        lines += ["", "Runs made by this invocation (s): " + ", ".join(
+            f"{k} {v:.0f}" for k, v in doc["timings_s"].items()), ""]
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, doc: dict[str, Any], command: str) -> None:
+    """OUT/paper_tables.json and OUT/paper_tables.md, atomically."""
+    doc = {**doc, "command": command}
+    write_json(out / "paper_tables.json", _finite(doc))
+    with atomic_writer(out / "paper_tables.md") as handle:
+        handle.write(render(doc, command))
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def run_in_process(run_dir: Path, files: Sequence[str], bindings: Sequence[str]) -> dict[str, Any]:
+    """One `lever-jax run` in this process (gin files resolved as the cli does)."""
+    import shlex
+
+    import gin
+
+    from lever_jax.pipeline import run as run_lib
+    from lever_jax.training.launch import gin_search_paths, parse_gin_files
+
+    resolved = []
+    for name in files:
+        found = next((Path(r) / name for r in gin_search_paths() if (Path(r) / name).is_file()), None)
+        if found is None and not Path(name).is_file():
+            raise UserError(f"gin file not found: {name}")
+        resolved.append(str(found or name))
+    gin.clear_config()
+    parse_gin_files(resolved, list(bindings))
+    command = "lever-jax run " + " ".join(shlex.quote(a) for a in [
+        *(x for f in files for x in ("--gin_file", f)), *(x for b in bindings for x in ("--gin_bindings", b)),
+        "--out", str(run_dir)])
+    return run_lib.run(run_dir, command=command, gin_text=gin.config_str())
+
+
+
+def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables.py") -> int:
+    """The command line of scripts/paper_tables.py (and scripts/ablations.py)."""
+    import argparse
+    import shlex
+    import sys
+
+    from lever_jax.pipeline.run import POOLS
+
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=None, help="default results/paper_tables (results/paper_tables_quick)")
+    parser.add_argument("--gin_file", action="append", default=None,
+                        help="verifier config for every pool (default: the pool's runs/*.gin: demo.gin, humaneval.gin, "
+                             "wikitq_binder.gin)")
+    parser.add_argument("--gin_bindings", action="append", default=[])
+    parser.add_argument("--pools", default=",".join(POOLS), help="comma-separated (default: every bundled pool)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help=f"beside the main table: any of {', '.join(SECTIONS)}")
+    parser.add_argument("--quick", action="store_true", help="tiny smoke settings (24 problems, 2 folds)")
+    parser.add_argument("--bootstrap", type=int, default=10_000)
+    parser.add_argument("--finished_only", action="store_true",
+                        help="run nothing: tabulate the runs already under OUT (the others say 'not run')")
+    args = parser.parse_args(argv)
+    pools = [p for p in args.pools.split(",") if p]
+    check_pools(pools, list(POOLS))
+    sections = {s for s in args.sections.split(",") if s}
+    if sections - set(SECTIONS):
+        raise UserError(f"--sections: unknown {', '.join(sorted(sections - set(SECTIONS)))}; known: {', '.join(SECTIONS)}")
+    out = Path(args.out or ("results/paper_tables_quick" if args.quick else "results/paper_tables"))
+    tables = Tables(out, run_in_process, pools, {p: POOLS[p]["dataset"] for p in pools}, args.gin_file,
+                    args.gin_bindings, quick=args.quick, bootstrap=args.bootstrap, sections=sections,
+                    run_new=not args.finished_only)
+    command = " ".join(shlex.quote(a) for a in ["python", prog, *(sys.argv[1:] if argv is None else argv)])
+    t = time.time()
+    doc = tables.build(partial=lambda d: write(out, {**d, "partial": True}, command))
+    doc["wall_s"] = time.time() - t
+    write(out, doc, command)
+    print((out / "paper_tables.md").read_text())
+    return 0
+
+
+def check_pools(pools: Sequence[str], known: Sequence[str]) -> None:
+    bad = [p for p in pools if p not in known]
+    if bad:
+        raise UserError(f"--pools: unknown pool(s) {', '.join(bad)}; known: {', '.join(known)}")
+
+
+__all__ = ["Tables", "Job", "render", "write", "paired", "METHODS"]

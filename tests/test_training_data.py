@@ -1,0 +1,103 @@
+"""RunConfig.train_problems (nested training subsets, same scored problems) and
+RunConfig.train_pool (transfer: folds by problem id, no evaluated problem ever trained on)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lever_jax.data.arrays import problems_to_arrays
+from lever_jax.data.errors import UserError
+from lever_jax.data.folds import assign_folds, fold_rows
+from lever_jax.data.schema import Candidate, Execution, Problem
+from lever_jax.pipeline.training_data import TRAIN_ID_PREFIX, build_view, nested_rank
+
+
+def _problems(n: int, dataset: str = "gsm8k", tag: str = "a", start: int = 0) -> list[Problem]:
+    out = []
+    for i in range(start, start + n):
+        cands = tuple(Candidate(program=f"answer = {i + j}  # {tag}", execution=Execution(
+            status="ok", result_key=str(i + j), result_text=str(i + j), correct=j == 0)) for j in range(1 + i % 3))
+        out.append(Problem(problem_id=f"p{i:04d}", dataset=dataset, question=f"q{i}", context={}, gold=i,
+                           candidates=cands))
+    return sorted(out, key=lambda p: p.problem_id)
+
+
+def _view(problems, **kw):
+    arrays = problems_to_arrays(problems)
+    folds = assign_folds(arrays.problem_ids, 5, 0)
+    return build_view(problems, arrays, folds, 0, **kw), folds
+
+
+def test_default_view_is_the_default_fold_rows() -> None:
+    view, _ = _view(_problems(40))
+    assert view.rows(0, 0.1, 333) is None  # run.train_fold then uses data.folds.fold_rows as before
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(20, 120), small=st.integers(1, 40), extra=st.integers(1, 60), fold=st.integers(0, 4),
+       seed=st.integers(0, 3))
+def test_training_subsets_are_nested_and_score_the_same_problems(n, small, extra, fold, seed) -> None:
+    problems = _problems(n)
+    big = small + extra
+    v_small, folds = _view(problems, train_problems=small)
+    v_big, _ = _view(problems, train_problems=big)
+    full = fold_rows(folds, fold, 0.1, seed)
+    a, b = v_small.rows(fold, 0.1, seed), v_big.rows(fold, 0.1, seed)
+    assert set(a["train"]) <= set(b["train"]) <= set(full["train"])
+    assert len(a["train"]) == min(small, len(full["train"]))
+    assert len(b["train"]) == min(big, len(full["train"]))
+    for rows in (a, b):  # the dev slice and the scored fold do not change with the size
+        assert np.array_equal(rows["heldout"], full["heldout"]) and np.array_equal(rows["dev"], full["dev"])
+        assert not set(rows["train"]) & set(rows["heldout"])
+
+
+def test_nested_rank_depends_on_the_ids_not_their_order() -> None:
+    ids = [f"p{i}" for i in range(30)]
+    rank = nested_rank(ids, 0)
+    rev = nested_rank(ids[::-1], 0)[::-1]
+    assert np.array_equal(rank, rev) and sorted(rank.tolist()) == list(range(30))
+    assert not np.array_equal(rank, nested_rank(ids, 1))
+
+
+def test_transfer_trains_only_on_the_other_pool_outside_the_scored_fold() -> None:
+    evaluated = _problems(50, tag="eval")
+    other = _problems(45, tag="other", start=3)  # overlapping ids p0003..p0047; p0050.. never scored
+    other += _problems(3, tag="other", start=50)
+    other = sorted(other, key=lambda p: p.problem_id)
+    view, folds = _view(evaluated, train_pool=other, train_pool_name="other")
+    assert view.num_eval == 50 and len(view.problems) == 98
+    assert all(p.problem_id.startswith(TRAIN_ID_PREFIX) for p in view.problems[50:])
+    assert (view.folds[50:] == -1).all() and np.array_equal(view.folds[:50], folds)
+    fold_of = dict(zip([p.problem_id for p in evaluated], folds.tolist()))
+    for fold in range(5):
+        rows = view.rows(fold, 0.1, 333)
+        assert np.array_equal(rows["heldout"], np.flatnonzero(folds == fold))
+        used = [view.problems[i] for i in np.concatenate([rows["train"], rows["dev"]])]
+        assert used and all(i >= 50 for i in np.concatenate([rows["train"], rows["dev"]]))
+        for p in used:  # the training pool's own problems, never one of the scored fold's ids
+            original = p.problem_id[len(TRAIN_ID_PREFIX):]
+            assert "other" in p.candidates[0].program
+            assert fold_of.get(original, -1) != fold
+        ids = {view.problems[i].problem_id[len(TRAIN_ID_PREFIX):] for i in rows["train"]}
+        assert {"p0050", "p0051", "p0052"} - {view.problems[i].problem_id[len(TRAIN_ID_PREFIX):]
+                                              for i in rows["dev"]} <= ids  # never-scored ids train everywhere
+
+
+def test_transfer_with_a_size_limit_keeps_the_same_ids_across_directions() -> None:
+    a, b = _problems(60, tag="a"), _problems(60, tag="b")
+    va, _ = _view(a, train_problems=10, train_pool=b)
+    vb, _ = _view(b, train_problems=10)
+    for fold in range(5):
+        transfer = {va.problems[i].problem_id[len(TRAIN_ID_PREFIX):] for i in va.rows(fold, 0.1, 0)["train"]}
+        in_pool = {vb.problems[i].problem_id for i in vb.rows(fold, 0.1, 0)["train"]}
+        assert transfer == in_pool and len(transfer) == 10
+
+
+def test_bad_options_are_one_clear_error() -> None:
+    problems = _problems(20)
+    with pytest.raises(UserError, match="train_problems must be >= 1"):
+        _view(problems, train_problems=0)
+    with pytest.raises(UserError, match="dataset differs"):
+        _view(problems, train_pool=_problems(20, dataset="mbpp"), train_pool_name="x")
