@@ -179,3 +179,15 @@ def test_cli_execute_with_and_without_the_option(tmp_path, capsys):
                      "--output", str(tmp_path / "bad.jsonl"), "--executor-option", "convention=pot"])
     err = capsys.readouterr().err
     assert code == 2 and "--executor-option" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_run_uses_the_executors_timeout_unless_set():
+    """`lever-jax run` on a user's GSM8k file runs LEVER's 2 s; the bundled pools' convention 10 s;
+    an explicit RunConfig.execution_timeout_s wins."""
+    from lever_jax.execution.registry import get_executor
+    from lever_jax.pipeline.run import RunConfig, execution_limits
+
+    assert execution_limits(RunConfig(), get_executor("gsm8k")).timeout_s == 2.0
+    faithful = get_executor("gsm8k", {"convention": "faithful_cot"})
+    assert execution_limits(RunConfig(), faithful).timeout_s == 10.0
+    assert execution_limits(RunConfig(execution_timeout_s=3.5), faithful).timeout_s == 3.5

@@ -90,7 +90,7 @@ class RunConfig:
     # 'finetune': top MiniLM layers fine-tuned on cached lower layers (lever_jax.pipeline.finetune; run.finetune)
     execute: bool = True  # False: use the bundled executed file (recorded results)
     execution_workers: Optional[int] = None
-    execution_timeout_s: float = 10.0
+    execution_timeout_s: Optional[float] = None  # None: the executor's own (GSM8k under LEVER's convention: 2 s; else 10 s)
     execution_cache_dir: Optional[str] = None  # default: $LEVER_JAX_CACHE_DIR or ~/.cache/lever_jax
     features_dir: Optional[str] = None  # default: DIR/features
     executed_dir: Optional[str] = None  # default: DIR/executed (the executed pool; shareable)
@@ -153,19 +153,28 @@ def _load_input(cfg: RunConfig, out: Path) -> list[Problem]:
     return _execute(cfg, out, path, first.dataset, path.name.split(".")[0])
 
 
+def execution_limits(cfg: RunConfig, executor: Any) -> Any:
+    """The sandbox limits of a run: ``RunConfig.execution_timeout_s``, else the executor's own
+    timeout (LEVER's 2 s for GSM8k under its convention; 10 s for the bundled pools' conventions)."""
+    from lever_jax.execution.base import Limits
+
+    timeout_s = cfg.execution_timeout_s
+    if timeout_s is None:
+        timeout_s = float(getattr(executor, "default_timeout_s", 10.0))
+    return dataclasses.replace(Limits(), timeout_s=timeout_s, cpu_s=max(1, int(timeout_s + 0.999)))
+
+
 def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
              executor_options: Optional[dict[str, str]] = None) -> list[Problem]:
     """Execute a samples file in the sandbox (cached); the executed file is reused while its stamp
     (samples file, executor version, limits, problem count) matches."""
-    from lever_jax.execution.base import Limits
     from lever_jax.execution.cache import ExecutionCache
     from lever_jax.execution.registry import get_executor
     from lever_jax.execution.runner import RunStats, execute_problems
     from lever_jax.execution.sandbox import Sandbox
 
     executor = get_executor(dataset, executor_options)
-    limits = dataclasses.replace(Limits(), timeout_s=cfg.execution_timeout_s,
-                                 cpu_s=max(1, int(cfg.execution_timeout_s + 0.999)))
+    limits = execution_limits(cfg, executor)
     target = Path(cfg.executed_dir or out / "executed") / f"{name}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
     stamp = target.with_suffix(".json")
     st = samples.stat()
