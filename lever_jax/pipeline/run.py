@@ -356,21 +356,8 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     checker = POOLS[cfg.pool].get("second_checker")
     second = pool_rows.second_checker(problems, arrays, table, checker[1], cfg.bootstrap) if checker else None
     rel = statistics.reliability(ver, arrays.correct, arrays.mask)
-    extra: dict[str, Any] = {
-        "binary_acc": statistics.binary_accuracy(ver, arrays.correct, arrays.mask),
-        "ece": rel.ece,
-        f"{headline}_minus_majority_vote": paired_gain(table[headline].choice, table["majority_vote"].choice,
-                                                      arrays.correct, cfg.bootstrap),
-    }
-    for other in ("ml_ep", "lever_count_fallback", "max_gen_prob"):  # pools with real log-probs
-        if other in table and headline in table:
-            extra[f"{headline}_minus_{other}"] = paired_gain(table[headline].choice, table[other].choice,
-                                                             arrays.correct, cfg.bootstrap)
     codet_values = codet_per_problem(cfg, problems, arrays)
-    if codet_values is not None:
-        ci = statistics.bootstrap_ci(codet_values, n_resamples=cfg.bootstrap)
-        extra["codet_dual_agreement"] = {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high,
-                                         "confidence": ci.confidence}
+    extra = verifier_summary(cfg, table, headline, arrays, ver, rel, codet_values)
     total = int(arrays.counts.sum(axis=1).max())
     ks = sorted({k for k in (1, 2, 4, 5, 8, 10, 14, 20, 50, 100, total) if k <= total})
     curves = accuracy_curves(arrays, ver, use_gen_prob, ks, trials=10 if cfg.max_problems else 20)
@@ -395,6 +382,27 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     _log(f"wrote {out}/report.md, metrics.json, scores.json, accuracy_vs_k.png, reliability.png "
          f"({timings['total_s']:.0f}s)")
     return doc
+
+
+def verifier_summary(cfg: RunConfig, table: dict, headline: str, arrays: CandidateArrays, ver: np.ndarray,
+                     rel: Any, codet_values: Optional[np.ndarray]) -> dict[str, Any]:
+    """metrics.json's ``verifier`` block: binary accuracy, ECE, the headline's paired gains over
+    majority vote and the log-prob baselines, and CodeT's row where the pool has tests."""
+    extra: dict[str, Any] = {
+        "binary_acc": statistics.binary_accuracy(ver, arrays.correct, arrays.mask),
+        "ece": rel.ece,
+        f"{headline}_minus_majority_vote": paired_gain(table[headline].choice, table["majority_vote"].choice,
+                                                      arrays.correct, cfg.bootstrap),
+    }
+    for other in ("ml_ep", "lever_count_fallback", "max_gen_prob"):  # pools with real log-probs
+        if other in table and headline in table:
+            extra[f"{headline}_minus_{other}"] = paired_gain(table[headline].choice, table[other].choice,
+                                                             arrays.correct, cfg.bootstrap)
+    if codet_values is not None:
+        ci = statistics.bootstrap_ci(codet_values, n_resamples=cfg.bootstrap)
+        extra["codet_dual_agreement"] = {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high,
+                                         "confidence": ci.confidence}
+    return extra
 
 
 def per_problem_doc(arrays: CandidateArrays, ver: np.ndarray, table: dict, use_gen_prob: bool,
