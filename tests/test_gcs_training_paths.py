@@ -90,3 +90,25 @@ def test_eval_output_paths(tmp_path):
                                                                            f"{BUCKET}/out/t.metrics.json")
     assert eval_output_paths(str(tmp_path), "t", None, None) == (str(tmp_path / "eval" / "t.scores.json"),
                                                                  str(tmp_path / "eval" / "t.metrics.json"))
+
+
+def test_epath_backend_follows_the_path_layer_even_if_touched_first():
+    """orbax's epath picks its gs:// backend once per process: a URL path touched before the path
+    layer configured itself must not leave orbax on tf.io.gfile (which talks to real GCS, not the
+    emulator or gcsfs's credentials). Fresh process, so no other test has configured anything."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("from etils import epath\n"
+              "first = type(epath.Path('gs://b/x')._backend).__name__\n"
+              "from lever_jax.data import paths\n"
+              "paths.configure_remote()\n"
+              "print(first, type(epath.Path('gs://b/x')._backend).__name__)\n")
+    env = {k: v for k, v in os.environ.items() if k != "EPATH_USE_TF"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    first, after = out.stdout.split()[-2:]
+    assert first == "_TfBackend" and after == "_FileSystemSpecBackend"

@@ -81,6 +81,7 @@ def configure_remote() -> None:
         return
     _configured.append(url)
     os.environ.setdefault("EPATH_USE_TF", "false")
+    _forget_epath_backend_choice()
     try:
         import fsspec
         import fsspec.config
@@ -101,6 +102,18 @@ def configure_remote() -> None:
     for proto in ("gs", "gcs"):
         fsspec.register_implementation(proto, GCSFileSystem, clobber=True)
         fsspec.config.conf[proto]["token"] = "anon"
+
+
+def _forget_epath_backend_choice() -> None:
+    """epath caches "is TensorFlow usable" (``gpath._is_tf_installed``) the first time any URL path
+    is touched; if that happened before EPATH_USE_TF was set here, drop the cached answer."""
+    try:
+        from etils.epath import gpath
+    except ImportError:  # pragma: no cover - etils ships with orbax
+        return
+    cached = getattr(gpath, "_is_tf_installed", None)
+    if hasattr(cached, "cache_clear"):
+        cached.cache_clear()
 
 
 def _filesystem(path: PathLike) -> Any:
