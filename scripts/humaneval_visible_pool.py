@@ -10,7 +10,6 @@ it, then prints the candidates' statistics under both groupings.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 
@@ -32,7 +31,7 @@ def main() -> None:
     folder = bundled_path("humaneval_pool")
     problems = list(read_problems(folder / "codegen16b.executed.jsonl.gz", require_execution=True))
     counts = {"problems": len(problems), "with_visible_calls": sum(bool(visible_asserts(p, args.source)) for p in problems)}
-    limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)))
+    limits = Limits.for_timeout(args.timeout)
     start = time.time()
     with Sandbox(workers=args.workers, limits=limits) as box, ExecutionCache(args.cache_dir) as cache:
         executed = list(execute_like_for_like(problems, box, cache, args.source, progress=True, reuse_hidden=True))

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
         tests = load_tests()
         problems = as_test_problems(pool, tests)
-        limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)))
+        limits = Limits.for_timeout(args.timeout)
         cache = ExecutionCache(args.cache_dir) if args.cache_dir else None
         rows: list[dict[str, Any]] = []
         try:

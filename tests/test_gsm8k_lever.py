@@ -191,3 +191,7 @@ def test_run_uses_the_executors_timeout_unless_set():
     faithful = get_executor("gsm8k", {"convention": "faithful_cot"})
     assert execution_limits(RunConfig(), faithful).timeout_s == 10.0
     assert execution_limits(RunConfig(execution_timeout_s=3.5), faithful).timeout_s == 3.5
+    from lever_jax.execution.base import Limits  # the one rule every command uses
+
+    assert Limits.for_timeout(2.5, memory_mb=64) == Limits(timeout_s=2.5, cpu_s=3, memory_mb=64)
+    assert Limits.for_timeout(None) == Limits() and Limits.for_timeout(0.2).cpu_s == 1

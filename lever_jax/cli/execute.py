@@ -21,7 +21,6 @@ Writes the executed file atomically (data contract, docs/data_format.md) and pri
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import Any
 
@@ -75,14 +74,12 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UserError(f"--executor-option: {err}") from None
     executor = get_executor(args.dataset, args.executor_options)
-    if args.timeout is None:
-        args.timeout = float(getattr(executor, "default_timeout_s", 10.0))
+    args.timeout = Limits.for_timeout(args.timeout, executor).timeout_s  # None: the executor's own (Beam reads it too)
     if args.runner == "beam":
         from lever_jax.execution.beam import main_from_args
 
         return main_from_args(args)
-    limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
-                                 memory_mb=args.memory_mb)
+    limits = Limits.for_timeout(args.timeout, memory_mb=args.memory_mb)
     stats = RunStats()
     correct = total = 0
 

@@ -12,7 +12,6 @@ executed gold pool. Runs in the sandbox; no execution cache unless ``--cache-dir
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from typing import Any, Iterator
@@ -62,8 +61,7 @@ def main(args: argparse.Namespace) -> int:
     summary: dict[str, Any] = {"problems": len(with_gold), "executed": 0, "correct": 0}
     failures: list[dict[str, Any]] = []
     executor = get_executor(args.dataset)
-    limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
-                                 memory_mb=args.memory_mb)
+    limits = Limits.for_timeout(args.timeout, memory_mb=args.memory_mb)
     cache = None
     if args.cache_dir:
         from lever_jax.execution.cache import ExecutionCache

@@ -26,6 +26,14 @@ class Limits:
     processes: int = 0  # extra processes a task may create (RLIMIT_NPROC where enforceable)
     output_bytes: int = 64 * 1024  # captured stdout/stderr cap
 
+    @classmethod
+    def for_timeout(cls, timeout_s: float | None, executor: Any = None, **overrides: Any) -> "Limits":
+        """Limits with wall clock ``timeout_s`` (None: ``executor.default_timeout_s``, else 10 s) and
+        the CPU limit rounded up from it; ``overrides`` set the other fields."""
+        if timeout_s is None:
+            timeout_s = float(getattr(executor, "default_timeout_s", cls.timeout_s))
+        return cls(timeout_s=timeout_s, cpu_s=max(1, int(timeout_s + 0.999)), **overrides)
+
 
 @dataclasses.dataclass(frozen=True)
 class Task:

@@ -205,8 +205,7 @@ def main_from_args(args: Any) -> int:
     import logging
 
     logging.getLogger("apache_beam").setLevel(logging.WARNING)  # Beam's INFO lines drown the summary
-    limits = dataclasses.replace(Limits(), timeout_s=args.timeout, cpu_s=max(1, int(args.timeout + 0.999)),
-                                 memory_mb=args.memory_mb)
+    limits = Limits.for_timeout(args.timeout, memory_mb=args.memory_mb)
     cache_dir = None
     if not args.no_cache:
         from lever_jax.execution.cache import default_cache_dir

@@ -158,10 +158,7 @@ def execution_limits(cfg: RunConfig, executor: Any) -> Any:
     timeout (LEVER's 2 s for GSM8k under its convention; 10 s for the bundled pools' conventions)."""
     from lever_jax.execution.base import Limits
 
-    timeout_s = cfg.execution_timeout_s
-    if timeout_s is None:
-        timeout_s = float(getattr(executor, "default_timeout_s", 10.0))
-    return dataclasses.replace(Limits(), timeout_s=timeout_s, cpu_s=max(1, int(timeout_s + 0.999)))
+    return Limits.for_timeout(cfg.execution_timeout_s, executor)
 
 
 def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
