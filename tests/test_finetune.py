@@ -103,3 +103,39 @@ def test_train_step_is_deterministic_and_lowers_the_loss() -> None:
     for x, y in zip(jax.tree_util.tree_leaves(a[0]), jax.tree_util.tree_leaves(b[0])):
         np.testing.assert_array_equal(x, y)
     assert trainer.eval_metrics(a[0], rows)["loss"] < before
+
+
+class _CountingEncoder:
+    """Stands in for LowerEncoder: records which (length, side) it encoded, returns fixed states."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, str, int]] = []
+
+    def encode(self, texts, max_len, keep, batch_size, progress=None) -> RaggedStates:
+        self.calls.append((max_len, keep, len(texts)))
+        lengths = [min(len(t), max_len) for t in texts]
+        start = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return RaggedStates(np.full((int(start[-1]), H), max_len, np.float16), start)
+
+
+def test_state_cache_re_encodes_only_the_segment_whose_settings_changed(tmp_path) -> None:
+    from lever_jax.pipeline.finetune import cached_states
+
+    enc = _CountingEncoder()
+    texts = {"question": ["q one", "q two"], "result": ["{'answer': '3'}", "ERROR"]}
+    lens = {"question": ("head", 96), "result": ("tail", 16)}
+
+    def encode_all(cfg: FinetuneConfig) -> dict[str, RaggedStates]:
+        return {part: cached_states(cfg, part, texts[part], getattr(cfg, f"{part}_len"), lens[part][0], tmp_path,
+                                    lambda: enc, progress=False) for part in texts}
+
+    base = FinetuneConfig()
+    first = encode_all(base)
+    assert len(enc.calls) == 2
+    again = encode_all(base)  # everything cached
+    assert len(enc.calls) == 2 and np.array_equal(again["result"].data, first["result"].data)
+    longer = encode_all(dataclasses.replace(base, result_len=64))  # only the results are re-encoded
+    assert enc.calls[2:] == [(64, "tail", 2)]
+    assert np.array_equal(longer["question"].data, first["question"].data)
+    encode_all(dataclasses.replace(base, frozen_layers=4))  # another depth: every segment again
+    assert [c[0] for c in enc.calls[3:]] == [96, 16]

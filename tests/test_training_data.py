@@ -101,3 +101,31 @@ def test_bad_options_are_one_clear_error() -> None:
         _view(problems, train_problems=0)
     with pytest.raises(UserError, match="dataset differs"):
         _view(problems, train_pool=_problems(20, dataset="mbpp"), train_pool_name="x")
+
+
+@settings(max_examples=20, deadline=None)
+@given(fold=st.integers(0, 4), seed=st.integers(0, 3), cap=st.one_of(st.none(), st.integers(1, 30)))
+def test_added_pool_trains_on_both_pools_never_on_dev_or_scored_problems(fold, seed, cap) -> None:
+    evaluated = _problems(50, tag="eval")
+    other = sorted(_problems(45, tag="other", start=3) + _problems(3, tag="other", start=50),
+                   key=lambda p: p.problem_id)
+    view, folds = _view(evaluated, train_pool=other, train_pool_name="other", train_pool_mode="add",
+                        train_problems=cap)
+    own, _ = _view(evaluated, train_problems=cap)
+    rows = view.rows(fold, 0.1, seed)
+    expect = own.rows(fold, 0.1, seed) if cap is not None else fold_rows(folds, fold, 0.1, seed)
+    # the evaluated pool's rows are exactly the in-pool ones; dev and scored fold unchanged
+    assert np.array_equal(rows["train"][rows["train"] < 50], expect["train"])
+    assert np.array_equal(rows["dev"], expect["dev"]) and np.array_equal(rows["heldout"], expect["heldout"])
+    own_train = {evaluated[i].problem_id for i in expect["train"]}
+    added = [view.problems[i] for i in rows["train"][rows["train"] >= 50]]
+    assert added and all("other" in p.candidates[0].program for p in added)
+    added_ids = {p.problem_id[len(TRAIN_ID_PREFIX):] for p in added}
+    never_scored = {"p0050", "p0051", "p0052"}
+    assert added_ids - never_scored == own_train & {p.problem_id for p in other}  # same problems, both pools
+    assert (never_scored <= added_ids) == (cap is None)  # a size cap counts evaluated problems only
+
+
+def test_unknown_train_pool_mode_is_one_clear_error() -> None:
+    with pytest.raises(UserError, match="train_pool_mode must be one of replace, add"):
+        _view(_problems(20), train_pool=_problems(20), train_pool_mode="mix")

@@ -82,10 +82,10 @@ class FinetuneConfig:
     score_rows: int = 16  # packed rows per scoring / dev-evaluation call
     seed: int = 333
 
-    def cache_key(self) -> str:
-        keep = ("frozen_layers", "question_len", "program_len", "result_len", "strip_comments")
-        doc = {k: getattr(self, k) for k in keep}
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
+    def cache_key(self, part: str, max_len: int, keep: str) -> str:
+        """What a cached segment's states depend on besides its text: the frozen depth and that
+        segment's own length and side (changing result_len re-encodes the results only)."""
+        return f"L{self.frozen_layers}|{part}|{max_len}|{keep}"
 
     def head_config(self) -> HeadConfig:
         return HeadConfig(hidden=self.hidden, dropout=self.dropout, use_program=self.use_program,
@@ -167,7 +167,7 @@ def cached_states(config: FinetuneConfig, part: str, texts: Sequence[str], max_l
     chunks = [texts[i:i + CACHE_CHUNK] for i in range(0, len(texts), CACHE_CHUNK)]
     paths = []
     for chunk in chunks:
-        h = hashlib.sha256(f"{config.cache_key()}|{part}|{max_len}|{keep}".encode())
+        h = hashlib.sha256(config.cache_key(part, max_len, keep).encode())
         for t in chunk:
             h.update(t.encode("utf-8", "surrogatepass") + b"\x00")
         paths.append(Path(cache_dir) / f"{part}-{h.hexdigest()[:20]}.npz")

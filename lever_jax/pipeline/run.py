@@ -105,6 +105,9 @@ class RunConfig:
     # problems whose ids are in the training folds of the evaluated pool -- same folds by problem
     # id, so no evaluated problem is ever trained on -- and scores the evaluated pool's fold.
     train_pool: Optional[str] = None
+    # 'replace' (transfer, above) or 'add': train on the evaluated pool's training problems AND this
+    # pool's samples for them (more programs per question; dev slice and scored problems unchanged).
+    train_pool_mode: str = "replace"
 
 
 def _sha(obj: Any) -> str:
@@ -201,7 +204,10 @@ def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
 # lever_jax.data.folds (shared with the fold tasks of `lever-jax train`): assign_folds, fold_rows.
 def _options_key(cfg: RunConfig) -> dict[str, Any]:
     """The training-data options, only when set (so existing fold directories keep their names)."""
-    return {k: getattr(cfg, k) for k in ("train_problems", "train_pool") if getattr(cfg, k) is not None}
+    out = {k: getattr(cfg, k) for k in ("train_problems", "train_pool") if getattr(cfg, k) is not None}
+    if cfg.train_pool is not None and cfg.train_pool_mode != "replace":
+        out["train_pool_mode"] = cfg.train_pool_mode
+    return out
 
 
 # ------------------------------------------------------------------------------------ 3 train
@@ -293,8 +299,11 @@ def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: Candidate
     train = None if cfg.train_pool is None else \
         sorted(load_pool(dataclasses.replace(cfg, pool=cfg.train_pool, input=None), out), key=lambda p: p.problem_id)
     if train is not None:
-        _log(f"transfer: the verifier trains on {cfg.train_pool} ({len(train)} problems; same folds by problem id)")
-    return build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, cfg.train_pool or "")
+        what = "transfer: the verifier trains on" if cfg.train_pool_mode == "replace" else \
+            "extra training data: the verifier also trains on"
+        _log(f"{what} {cfg.train_pool} ({len(train)} problems; same folds by problem id)")
+    return build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, cfg.train_pool or "",
+                      cfg.train_pool_mode)
 
 
 @gin.configurable
@@ -365,7 +374,8 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
         **({"methods_second_checker": {"checker": checker[0], **report.metrics_json(second)}} if second else {}),
         "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
-        "training": {"train_pool": cfg.train_pool, "train_problems": cfg.train_problems,
+        "training": {"train_pool": cfg.train_pool, "train_pool_mode": cfg.train_pool_mode,
+                     "train_problems": cfg.train_problems,
                      "train_rows_per_fold": [len((view.rows(f, cfg.dev_fraction, 0) or fold_rows(
                          folds, f, cfg.dev_fraction, 0))["train"]) for f in range(cfg.num_folds)]},
     }

@@ -23,6 +23,7 @@ from lever_jax.data.folds import fold_rows
 from lever_jax.data.schema import Problem
 
 TRAIN_ID_PREFIX = "train_pool:"
+TRAIN_POOL_MODES = ("replace", "add")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,12 +41,16 @@ class TrainingView:
     train_folds: Optional[np.ndarray] = None  # fold of each training-pool row, by problem id
     train_problems: Optional[int] = None
     rank: Optional[np.ndarray] = None  # seeded rank of every training-candidate row (nested subsets)
+    # train_pool_mode='add': each training-pool row's row among the evaluated problems (-1: none)
+    train_own_row: Optional[np.ndarray] = None
 
     def rows(self, fold: int, dev_fraction: float, seed: int) -> Optional[dict[str, np.ndarray]]:
         """'train' / 'dev' / 'heldout' rows of ``fold`` (``fold_rows``' dev slice with the caller's
         seed), 'train' cut to the first ``train_problems`` by rank; None without the options."""
         if self.train_folds is None and self.train_problems is None:
             return None
+        if self.train_own_row is not None:
+            return self._added_rows(fold, dev_fraction, seed)
         if self.train_folds is not None:
             own = fold_rows(self.train_folds, fold, dev_fraction, seed)
             rows = {"train": own["train"] + self.num_eval, "dev": own["dev"] + self.num_eval,
@@ -56,6 +61,19 @@ class TrainingView:
             keep = rows["train"][np.argsort(self.rank[rows["train"]], kind="stable")][:self.train_problems]
             rows["train"] = np.sort(keep)
         return rows
+
+    def _added_rows(self, fold: int, dev_fraction: float, seed: int) -> dict[str, np.ndarray]:
+        """train_pool_mode='add': the evaluated pool's rows (cut to ``train_problems``), plus the
+        training pool's rows of the kept training problems (and, without a cut, of problems the
+        evaluated pool does not have: never scored, so never leaked)."""
+        own = fold_rows(self.folds[:self.num_eval], fold, dev_fraction, seed)
+        train = own["train"]
+        if self.train_problems is not None and self.rank is not None:
+            train = np.sort(train[np.argsort(self.rank[train], kind="stable")][:self.train_problems])
+        linked = self.train_own_row
+        keep = np.isin(linked, train) | ((linked < 0) & (self.train_problems is None))
+        return {"train": np.concatenate([train, np.flatnonzero(keep) + self.num_eval]),
+                "dev": own["dev"], "heldout": own["heldout"]}
 
 
 def nested_rank(problem_ids: Sequence[str], seed: int) -> np.ndarray:
@@ -70,10 +88,13 @@ def nested_rank(problem_ids: Sequence[str], seed: int) -> np.ndarray:
 
 def build_view(problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray, seed: int,
                train_problems: Optional[int] = None, train_pool: Optional[Sequence[Problem]] = None,
-               train_pool_name: str = "") -> TrainingView:
+               train_pool_name: str = "", train_pool_mode: str = "replace") -> TrainingView:
     """The view of the evaluated ``problems`` (sorted by id, aligned with ``arrays`` / ``folds``)
     with at most ``train_problems`` training problems per fold and, with ``train_pool`` (problems of
-    the same dataset), training on those instead."""
+    the same dataset), training on those instead (``train_pool_mode='replace'``) or as well ('add')."""
+    if train_pool_mode not in TRAIN_POOL_MODES:
+        raise UserError(f"RunConfig.train_pool_mode must be one of {', '.join(TRAIN_POOL_MODES)}, "
+                        f"got {train_pool_mode!r}")
     if train_problems is not None and train_problems < 1:
         raise UserError(f"RunConfig.train_problems must be >= 1 (or None for all), got {train_problems}")
     base = TrainingView(problems, arrays, folds, len(problems), arrays.shape[1], train_problems=train_problems)
@@ -88,8 +109,12 @@ def build_view(problems: Sequence[Problem], arrays: CandidateArrays, folds: np.n
     train_folds = np.array([fold_of.get(p.problem_id, -1) for p in train_pool], np.int32)  # -1: never scored
     combined = [*problems, *(dataclasses.replace(p, problem_id=TRAIN_ID_PREFIX + p.problem_id) for p in train_pool)]
     # rank training-pool rows by their original ids, so a transfer subset is the in-pool subset's ids
-    rank = np.concatenate([np.zeros(len(problems), np.int64),
-                           nested_rank([p.problem_id for p in train_pool], seed)])
+    own_rank = nested_rank(arrays.problem_ids, seed) if train_pool_mode == "add" else np.zeros(len(problems), np.int64)
+    rank = np.concatenate([own_rank, nested_rank([p.problem_id for p in train_pool], seed)])
+    row_of = {pid: i for i, pid in enumerate(arrays.problem_ids)}
+    own_row = np.array([row_of.get(p.problem_id, -1) for p in train_pool], np.int64) \
+        if train_pool_mode == "add" else None
     return dataclasses.replace(
         base, problems=combined, arrays=problems_to_arrays(combined),
-        folds=np.concatenate([folds, np.full(len(train_pool), -1, np.int32)]), train_folds=train_folds, rank=rank)
+        folds=np.concatenate([folds, np.full(len(train_pool), -1, np.int32)]), train_folds=train_folds, rank=rank,
+        train_own_row=own_row)
