@@ -6,9 +6,10 @@
 For runs stopped early (a fine-tune variant measured on 2 of 5 folds): reads each run's per-fold
 held-out scores (DIR/folds/**/fold<k>/scores.npy, written when a fold finishes), keeps the folds
 all runs have, and prints per run LEVER (summing) accuracy, its paired gain over majority vote and
-over the *first* run (95% bootstrap CIs over the same problems), verifier-only accuracy and binary
-accuracy. ``--sum-logits`` adds a late-fusion row: the two runs' P(yes) combined by summing their
-log-odds (a product-of-experts verifier; nothing is fitted). The pool comes from the first run's
+over the *first* run (95% bootstrap CIs over the same problems), verifier-only accuracy, binary
+accuracy, and the kept checkpoints' dev loss / dev binary accuracy (DIR/folds/**/fold<k>/fold.json,
+averaged over those folds). ``--sum-logits`` adds a late-fusion row: the two runs' P(yes)
+combined by summing their log-odds (a product-of-experts verifier; nothing is fitted). The pool comes from the first run's
 run_config.json (its executed file under DIR/executed is reused; nothing is executed).
 """
 from __future__ import annotations
@@ -26,16 +27,18 @@ from lever_jax.pipeline.run import RunConfig, load_pool
 from lever_jax.rerank import statistics, table
 
 
-def fold_scores(run: Path, num_folds: int) -> dict[int, np.ndarray]:
-    """Held-out log P(yes) of every finished fold of ``run`` (one trained config per directory)."""
-    out: dict[int, np.ndarray] = {}
+def fold_scores(run: Path, num_folds: int) -> dict[int, tuple[np.ndarray, dict]]:
+    """(held-out log P(yes), fold.json) of every finished fold of ``run`` (one trained config per
+    directory; fold.json carries the kept checkpoint's dev metrics)."""
+    out: dict[int, tuple[np.ndarray, dict]] = {}
     for fold in range(num_folds):
         hits = sorted(run.glob(f"folds/**/fold{fold}/scores.npy"))
         if len(hits) > 1:
-            raise SystemExit(f"{run}: several trained configs have fold {fold} ({hits[0].parent.parent}, "
+            raise ValueError(f"{run}: several trained configs have fold {fold} ({hits[0].parent.parent}, "
                              f"{hits[1].parent.parent}); pass a run directory with one")
         if hits:
-            out[fold] = np.load(hits[0])
+            meta = hits[0].parent / "fold.json"
+            out[fold] = (np.load(hits[0]), json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else {})
     return out
 
 
@@ -54,11 +57,19 @@ def main(argv: list[str] | None = None) -> int:
     labels = args.labels or [r.name for r in args.runs]
     if len(labels) != len(args.runs):
         parser.error("--labels needs one label per run directory")
-    run_doc = json.loads((args.runs[0] / "run_config.json").read_text(encoding="utf-8"))["run"]
-    cfg = RunConfig(**run_doc)
+    config_path = args.runs[0] / "run_config.json"
+    try:
+        cfg = RunConfig(**json.loads(config_path.read_text(encoding="utf-8"))["run"])
+    except (OSError, KeyError, TypeError, ValueError) as err:  # JSONDecodeError is a ValueError
+        print(f"{config_path}: not a run's config ({type(err).__name__}: {err})", file=sys.stderr)
+        return 2
+    try:
+        scores = {str(r): fold_scores(r, cfg.num_folds) for r in args.runs}
+    except (OSError, ValueError) as err:  # the ambiguous-directory message names the run
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     arrays = problems_to_arrays(load_pool(cfg, args.runs[0]))
     folds = assign_folds(arrays.problem_ids, cfg.num_folds, cfg.fold_seed)
-    scores = {str(r): fold_scores(r, cfg.num_folds) for r in args.runs}
     done = sorted(set.intersection(*(set(s) for s in scores.values())))
     if not done:
         print("no fold is finished in every run", file=sys.stderr)
@@ -66,11 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = np.flatnonzero(np.isin(folds, done))
     sub = arrays.select(rows)
     ver: dict[str, np.ndarray] = {}
+    dev: dict[str, str] = {}
     for label, run in zip(labels, args.runs):
         full = np.full(arrays.shape, -np.inf, np.float32)
-        for fold, s in scores[str(run)].items():
+        for fold, (s, _) in scores[str(run)].items():
             full[folds == fold] = s[:, :arrays.shape[1]]
         ver[label] = np.where(sub.mask, full[rows], -np.inf).astype(np.float32)
+        metas = [scores[str(run)][f][1] for f in done]
+        if all("dev_loss" in m for m in metas):
+            dev[label] = (f"{np.mean([m['dev_loss'] for m in metas]):.3f} / "
+                          f"{100 * np.mean([m['dev_binary_acc'] for m in metas]):.1f}")
     by_dir = dict(zip(map(str, args.runs), labels))
     for spec in args.sum_logits:
         name, _, pair = spec.partition("=")
@@ -81,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         ver[name] = np.where(sub.mask, -np.logaddexp(0.0, -fused), -np.inf).astype(np.float32)
     print(f"folds {done} of {cfg.num_folds}: {len(rows)} problems")
     print("| run | LEVER (summing) | − majority vote [paired 95% CI] | − first run [paired 95% CI] | "
-          "verifier only | binary acc |")
-    print("|---|---:|---:|---:|---:|---:|")
+          "verifier only | binary acc | dev loss / dev binary acc (fold mean) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     first = None
     for label, v in ver.items():
         per = table.per_problem(sub, v, use_gen_prob=True)
@@ -93,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {label} | {100 * hit['lever'].mean():.1f} | {100 * gain.mean:+.1f} [{100 * gain.low:+.1f}, "
               f"{100 * gain.high:+.1f}] | {100 * vs.mean:+.1f} [{100 * vs.low:+.1f}, {100 * vs.high:+.1f}] | "
               f"{100 * hit['verifier_only'].mean():.1f} | "
-              f"{100 * statistics.binary_accuracy(v, sub.correct, sub.mask):.1f} |")
+              f"{100 * statistics.binary_accuracy(v, sub.correct, sub.mask):.1f} | {dev.get(label, '—')} |")
     return 0
 
 

@@ -42,6 +42,10 @@ def test_compare_folds_on_finished_and_stopped_runs(tmp_path, capsys) -> None:
     assert "folds [0, 1] of 2: 16 problems" in out
     lever = json.loads((full / "metrics.json").read_text())["methods"]["lever"]["accuracy"]
     assert float(_rows(out)["full"][0]) == pytest.approx(100 * lever, abs=0.051)  # the run's own number
+    metas = [json.loads(p.read_text()) for p in sorted(full.glob("folds/**/fold*/fold.json"))]
+    assert len(metas) == 2
+    assert _rows(out)["full"][5] == (f"{sum(m['dev_loss'] for m in metas) / 2:.3f} / "
+                                     f"{100 * sum(m['dev_binary_acc'] for m in metas) / 2:.1f}")
 
     stopped = tmp_path / "stopped"  # the same run, stopped after fold 0
     shutil.copytree(full, stopped)
@@ -53,7 +57,14 @@ def test_compare_folds_on_finished_and_stopped_runs(tmp_path, capsys) -> None:
     rows = _rows(out)
     assert "folds [0] of 2" in out and set(rows) == {"a", "b", "ab"}
     assert rows["b"][0] == rows["a"][0] and rows["b"][2] == "+0.0 [+0.0, +0.0]"  # same scores, paired
+    fold0 = json.loads(next(full.glob("folds/**/fold0/fold.json")).read_text())
+    assert rows["a"][5] == rows["b"][5] == f"{fold0['dev_loss']:.3f} / {100 * fold0['dev_binary_acc']:.1f}"
+    assert rows["ab"][5] == "—"  # a fused verifier has no checkpoint of its own
 
     for path in stopped.glob("folds/**/fold0/scores.npy"):
         path.unlink()
     assert compare.main([str(full), str(stopped)]) == 1  # no fold finished in both
+    capsys.readouterr()
+    assert compare.main([str(tmp_path / "nowhere"), str(full)]) == 2  # not a run directory: one line
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(str(tmp_path / "nowhere" / "run_config.json")) and "\n" not in err

@@ -74,12 +74,12 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UserError(f"--executor-option: {err}") from None
     executor = get_executor(args.dataset, args.executor_options)
-    args.timeout = Limits.for_timeout(args.timeout, executor).timeout_s  # None: the executor's own (Beam reads it too)
+    limits = Limits.for_timeout(args.timeout, executor, memory_mb=args.memory_mb)
+    args.timeout = limits.timeout_s  # None became the executor's own; Beam reads args
     if args.runner == "beam":
         from lever_jax.execution.beam import main_from_args
 
         return main_from_args(args)
-    limits = Limits.for_timeout(args.timeout, memory_mb=args.memory_mb)
     stats = RunStats()
     correct = total = 0
 
