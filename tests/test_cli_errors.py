@@ -171,9 +171,10 @@ def test_data_file_error_is_a_user_error(capsys):
 def test_user_error_inside_a_gin_configurable_drops_gins_context(capsys):
     import gin
 
-    @gin.configurable
-    def cli_errors_train(task: str = "x") -> None:
-        raise UserError(f"no lever task {task!r}")
+    with gin.unlock_config():  # an earlier `lever-jax run` in this process leaves gin's config locked
+        @gin.configurable
+        def cli_errors_train(task: str = "x") -> None:
+            raise UserError(f"no lever task {task!r}")
 
     def func(args: argparse.Namespace) -> int:
         gin.clear_config()
