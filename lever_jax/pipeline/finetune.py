@@ -76,6 +76,10 @@ class FinetuneConfig:
     use_candidate_features: bool = False
     use_program: bool = True
     use_result: bool = True
+    # Boosting (not LEVER's method): add the features-only head's cross-fitted log-odds to the
+    # yes-logit, so the text tower learns the residual (lever_jax.pipeline.features_offset).
+    offset_features_head: bool = False
+    offset_inner_folds: int = 5
     positive_weight: float = 1.0
     negative_weight: float = 1.0
     encode_batch_size: int = 32
@@ -86,6 +90,15 @@ class FinetuneConfig:
         """What a cached segment's states depend on besides its text: the frozen depth and that
         segment's own length and side (changing result_len re-encodes the results only)."""
         return f"L{self.frozen_layers}|{part}|{max_len}|{keep}"
+
+    def training_key(self) -> dict[str, Any]:
+        """The settings that name a fold directory (the offset options only when on, so fold
+        directories written before they existed keep their names)."""
+        doc = dataclasses.asdict(self)
+        if not self.offset_features_head:
+            doc.pop("offset_features_head")
+            doc.pop("offset_inner_folds")
+        return doc
 
     def head_config(self) -> HeadConfig:
         return HeadConfig(hidden=self.hidden, dropout=self.dropout, use_program=self.use_program,
@@ -369,6 +382,7 @@ class FinetuneTrainer:
         self.mask = mask.astype(bool)
         self.cand = cand_features if cand_features is not None else \
             np.zeros((*labels.shape, gsm8k_features.NUM_FEATURES), np.float32)
+        self.offset = np.zeros(labels.shape, np.float32)  # yes-logit offset [B, N] (set_offset)
         self.loss_config = LossConfig(config.positive_weight, config.negative_weight)
         self.module = TopVerifier(config.frozen_layers, config.head_config(), config.dropout,
                                   config.max_candidates_per_row, config.max_groups_per_row)
@@ -388,9 +402,10 @@ class FinetuneTrainer:
 
         def logits(params, b, rng):
             rngs = None if rng is None else {"dropout": rng}
-            return self.module.apply({"params": params}, b["states"], b["group"], b["cand"], b["part"],
-                                     b["cand_group"], b["seq_row"], b["seq_cand"], b["feats"],
-                                     rng is None, rngs=rngs)
+            out = self.module.apply({"params": params}, b["states"], b["group"], b["cand"], b["part"],
+                                    b["cand_group"], b["seq_row"], b["seq_cand"], b["feats"],
+                                    rng is None, rngs=rngs)
+            return out.at[:, 1].add(b["offset"]) if cfg.offset_features_head else out
 
         def pk_logits(params, b, rng):
             p, k = b["labels"].shape
@@ -425,7 +440,15 @@ class FinetuneTrainer:
         pb = np.asarray(problem_rows)[rows.seq_slot[valid] // k]
         pn = np.array([cols[s // k][s % k] for s in rows.seq_slot[valid]], np.int64)
         feats[valid] = self.cand[pb, pn]
-        return {**dataclasses.asdict(rows), "labels": labels, "mask": mask, "feats": feats}
+        offset = np.zeros(len(rows.seq_slot), np.float32)
+        offset[valid] = self.offset[pb, pn]
+        return {**dataclasses.asdict(rows), "labels": labels, "mask": mask, "feats": feats, "offset": offset}
+
+    def set_offset(self, offset: np.ndarray) -> None:
+        """The yes-logit offset [B, N] of the fold about to be trained / scored (offset_features_head)."""
+        if offset.shape != self.labels.shape:
+            raise ValueError(f"offset shape {offset.shape} != pool shape {self.labels.shape}")
+        self.offset = offset.astype(np.float32)
 
     def batch(self, rows: np.ndarray, fold: int, step: int) -> dict[str, np.ndarray]:
         """Training batch of step `step` (deterministic: Generator([seed, fold, step]))."""
@@ -499,31 +522,46 @@ class FinetuneTrainer:
 # --------------------------------------------------------------------------- 4 the run's verifier
 def finetune_verifier(cfg: Any, config: FinetuneConfig, problems: Sequence[Problem], arrays: Any,
                       folds: np.ndarray, out: Path, timings: dict[str, float],
-                      train_fold: Callable[..., np.ndarray]) -> np.ndarray:
+                      train_fold: Callable[..., np.ndarray], head: Optional[HeadConfig] = None,
+                      fold_rows: Optional[Callable[[int], Any]] = None) -> np.ndarray:
     """Cache the frozen layers, then fine-tune + score every fold (run.train_fold) -> log P(yes) [B, N].
 
     Fold checkpoints live under a directory named by the settings that change training, so a
-    changed config never resumes a stale fold; the state cache is shared by all of them.
+    changed config never resumes a stale fold; the state cache is shared by all of them. With
+    `offset_features_head`, `head` (the features-only head's settings) and `fold_rows(fold)` (the
+    fold's train / dev / held-out rows) give each fold its offsets (fold_dir/offsets.npy).
     """
     import time
+
+    from lever_jax.pipeline import features_offset
 
     t = time.time()
     states = pool_states(problems, arrays.shape[1], config,
                          Path(cfg.features_dir or out / "finetune_cache"), progress=cfg.progress)
-    cand = gsm8k_features.pool_candidate_features(problems, arrays.shape[1]) \
-        if config.use_candidate_features else None
+    need_cand = config.use_candidate_features or config.offset_features_head
+    cand = gsm8k_features.pool_candidate_features(problems, arrays.shape[1]) if need_cand else None
     timings["frozen_layers_s"] = time.time() - t
     t = time.time()
-    trainer = FinetuneTrainer(config, states, arrays.correct, arrays.mask, cand)
-    key_doc = {"finetune": dataclasses.asdict(config), "folds": cfg.num_folds, "fold_seed": cfg.fold_seed,
+    trainer = FinetuneTrainer(config, states, arrays.correct, arrays.mask,
+                              cand if config.use_candidate_features else None)
+    key_doc = {"finetune": config.training_key(), "folds": cfg.num_folds, "fold_seed": cfg.fold_seed,
                "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute}
+    offsets = None
+    if config.offset_features_head:
+        if head is None or fold_rows is None:
+            raise ValueError("FinetuneConfig.offset_features_head needs the head settings and the fold rows")
+        key_doc["offset_head"] = dataclasses.asdict(head)
+        offsets = features_offset.features_head_trainer(head, cand, arrays.correct, arrays.mask)
     train_key = "ft-" + hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:12]
     ver = np.full(arrays.shape, -np.inf, np.float32)
     for fold in range(cfg.num_folds):
         t_fold = time.time()
         held = np.flatnonzero(folds == fold)
-        ver[held] = train_fold(trainer, fold, folds, Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}",
-                               cfg.dev_fraction, config.seed, cfg.progress)
+        fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
+        if offsets is not None:
+            trainer.set_offset(features_offset.cached_fold_offsets(
+                fold_dir / "offsets.npy", offsets, fold_rows(fold), fold, config.offset_inner_folds))
+        ver[held] = train_fold(trainer, fold, folds, fold_dir, cfg.dev_fraction, config.seed, cfg.progress)
         timings[f"fold{fold}_s"] = time.time() - t_fold
     timings["train_score_s"] = time.time() - t
     return np.where(arrays.mask, ver, -np.inf).astype(np.float32)

@@ -351,7 +351,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     if cfg.verifier == "head":
         ver = _head_verifier(cfg, features, head, view, settings, out, timings)
     elif cfg.verifier == "finetune":
-        ver = _finetune_verifier(cfg, finetune, view, out, timings)
+        ver = _finetune_verifier(cfg, finetune, head, view, out, timings)
     else:
         ver = _trained_verifier(cfg, view, out, timings)
     ver = np.where(arrays.mask, ver[:len(problems), :arrays.shape[1]], -np.inf).astype(np.float32)
@@ -459,7 +459,7 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, vi
     return np.where(arrays.mask, ver, -np.inf).astype(np.float32)
 
 
-def _finetune_verifier(cfg: RunConfig, finetune: FinetuneConfig, view: TrainingView, out: Path,
+def _finetune_verifier(cfg: RunConfig, finetune: FinetuneConfig, head: HeadConfig, view: TrainingView, out: Path,
                        timings: dict[str, float]) -> np.ndarray:
     """lever_jax.pipeline.finetune on the view; with the training-data options its fold checkpoints
     go under FOLDS/options-<sha>/ (finetune's own key does not name them)."""
@@ -470,12 +470,22 @@ def _finetune_verifier(cfg: RunConfig, finetune: FinetuneConfig, view: TrainingV
         base = Path(cfg.folds_dir or out / "folds")
         cfg = dataclasses.replace(cfg, folds_dir=str(base / f"options-{_sha(options)}"))
 
+    if (finetune.use_candidate_features or finetune.offset_features_head) and \
+            any(p.dataset != "gsm8k" for p in view.problems):
+        raise UserError("FinetuneConfig.use_candidate_features / offset_features_head: the hand-crafted candidate "
+                        "features are GSM8k's; set both False for other datasets")
+
     def fold_fn(trainer: Any, fold: int, folds: np.ndarray, fold_dir: Path, dev_fraction: float, seed: int,
                 progress: bool) -> np.ndarray:
         return train_fold(trainer, fold, folds, fold_dir, dev_fraction, seed, progress,
                           rows=view.rows(fold, dev_fraction, seed))
 
-    return finetune_verifier(cfg, finetune, view.problems, view.arrays, view.folds, out, timings, fold_fn)
+    def rows_of(fold: int) -> dict[str, np.ndarray]:  # the rows train_fold uses (dev slice: finetune's seed)
+        return view.rows(fold, cfg.dev_fraction, finetune.seed) or fold_rows(view.folds, fold, cfg.dev_fraction,
+                                                                               finetune.seed)
+
+    return finetune_verifier(cfg, finetune, view.problems, view.arrays, view.folds, out, timings, fold_fn,
+                             head=head, fold_rows=rows_of)
 
 
 def _fold_key(cfg: RunConfig) -> dict[str, Any]:
