@@ -187,6 +187,10 @@ def main() -> None:
                         help="real GSM8k pool inputs; HF padded per batch vs ours packed")
     parser.add_argument("--model", choices=("t5", "minilm"), default="t5", help="with --real_lengths")
     parser.add_argument("--row_len", type=int, default=512, help="packed row length (--real_lengths)")
+    parser.add_argument("--hf_feed", choices=("step", "per_problem"), default="step",
+                        help="--real_lengths: HF pads the whole step, or one problem per forward (LEVER's loop)")
+    parser.add_argument("--jax_accum", type=int, default=1,
+                        help="--real_lengths: our step as this many packed micro-batches (gradients accumulated)")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
     if args.real_lengths:
@@ -197,8 +201,10 @@ def main() -> None:
 
         res = bench_real(args)
         print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))
+        feed = "one problem per forward" if args.hf_feed == "per_problem" else "padded to the batch's longest"
         print(f"{args.model}: ours (packed) {res['jax']['candidates_per_s']:.2f} candidates/s, HF PyTorch "
-              f"(padded to the batch's longest) {res['torch']['candidates_per_s']:.2f} candidates/s: "
+              f"({feed}, "
+              f"{res['real_tokens_fraction_hf']:.0%} real tokens) {res['torch']['candidates_per_s']:.2f} candidates/s: "
               f"ratio {res['ratio_train']:.2f}x; load {res['load_avg_start']} -> {res['load_avg_end']}")
         if args.json:
             with open(args.json, "w", encoding="utf-8") as handle:

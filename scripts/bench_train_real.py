@@ -3,10 +3,14 @@
 Same model, same examples, same optimizer on both sides, in one process, timed steps alternating:
 P problems x K candidates per step, drawn (seeded) from the bundled GSM8k code-davinci-002 pool and
 serialized as LEVER's verifier input (``question | program | result``, comments kept, cut to 512
-tokens). HF PyTorch is fed the way LEVER feeds it: the step's candidates padded to the longest in
-the batch. Ours packs the same candidates into rows of `--row_len` tokens (lever_jax.inputs.packing:
+tokens). HF PyTorch is fed the way LEVER feeds it: `--hf_feed step` pads the step's candidates to
+the longest in the batch; `--hf_feed per_problem` is LEVER's released training loop exactly: one
+problem's candidates per forward (padded to that problem's longest; LEVER runs one problem per GPU),
+gradients accumulated over the step's problems, one optimizer step. Ours packs the same candidates into rows of `--row_len` tokens (lever_jax.inputs.packing:
 segment ids, block-diagonal attention, per-segment pooling / one decoder position per segment) and
-takes LEVER's loss on the unpacked [P, K] logits (models.verifier.packed_loss_fn).
+takes LEVER's loss on the unpacked [P, K] logits (models.verifier.packed_loss_fn); `--jax_accum A`
+splits the step's problems into A micro-batches packed separately and accumulates their gradients
+(the trainer's feed, lever_jax.inputs.packing.packed_train_batch), so activations stay small.
 Models: T5 v1.1-small (random init, bundled SentencePiece ids) and the MiniLM encoder classifier
 (all-MiniLM-L6-v2 size, mean pooling; HF BertModel + mean pooling + Linear).
 Reports candidates/s (total candidates / total wall of the timed steps) and the ratio.
@@ -52,11 +56,26 @@ def real_batches(model: str, steps: int, problems: int, candidates: int, max_len
     return out
 
 
-def jax_side(model: str, batches, row_len: int) -> Callable[[int], None]:
+def _packed_steps(batches, row_len: int, accum: int) -> tuple[list[dict], int]:
+    """Every step's packed micro-batches (lever_jax.inputs.packing.packed_train_batch: the trainer's
+    feed, leading axis = micro-batch), padded to the largest row count of any step: one compilation."""
+    from lever_jax.inputs.packing import packed_train_batch
+
+    steps = [packed_train_batch(t, np.ones(y.shape, bool), y, row_len, accum_steps=accum) for t, y in batches]
+    rows = max(b["packed_tokens"].shape[1] for b in steps)
+    segs = max(b.pop("num_segments") for b in steps)
+    for b in steps:
+        extra = rows - b["packed_tokens"].shape[1]
+        for key in ("packed_tokens", "segment_ids", "positions"):
+            b[key] = np.pad(b[key], ((0, 0), (0, extra), (0, 0)))
+    return steps, segs
+
+
+def jax_side(model: str, batches, row_len: int, accum: int = 1) -> Callable[[int], None]:
     import jax
+    import jax.numpy as jnp
     import optax
 
-    from lever_jax.inputs.packing import packed_batch
     from lever_jax.models.configs import encoder_config, t5_config
     from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
     from flax import linen as nn
@@ -69,21 +88,20 @@ def jax_side(model: str, batches, row_len: int) -> Callable[[int], None]:
         key = "encoder_input_tokens"
     params = nn.unbox(verifier.get_initial_variables(jax.random.PRNGKey(0), {key: (1, 1, 8)}))["params"]
     tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=0.1))
-    packed = [packed_batch(t, np.ones(y.shape, bool), row_len) for t, y in batches]
-    rows = max(p["packed_tokens"].shape[0] for p, _ in packed)
-    segs = max(s for _, s in packed)
-    n = max(len(p["sequence_slot"]) for p, _ in packed)
-    host = []  # fixed shapes: one compilation
-    for (t, y) in batches:
-        b, _ = packed_batch(t, np.ones(y.shape, bool), row_len, num_rows=rows, num_segments=segs,
-                            num_sequences=n)
-        host.append({**b, "labels": y, "candidate_mask": np.ones(y.shape, bool)})
+    host, segs = _packed_steps(batches, row_len, accum)  # [accum, ...] micro-batches per step
     fills = [float((b["segment_ids"] > 0).mean()) for b in host]
 
     @jax.jit
     def step(state, batch, rng):
         p, opt = state
-        grads = jax.grad(lambda q: verifier.packed_loss_fn(q, batch, rng, segs)[0])(p)
+
+        def micro(total, mb):  # equal problems per micro-batch: the mean of micro means is LEVER's loss
+            m, b = mb
+            g = jax.grad(lambda q: verifier.packed_loss_fn(q, b, jax.random.fold_in(rng, m), segs)[0])(p)
+            return jax.tree_util.tree_map(jnp.add, total, g), None
+
+        grads, _ = jax.lax.scan(micro, jax.tree_util.tree_map(jnp.zeros_like, p), (jnp.arange(accum), batch))
+        grads = jax.tree_util.tree_map(lambda g: g / accum, grads)
         updates, opt = tx.update(grads, opt, p)
         return optax.apply_updates(p, updates), opt
 
@@ -93,11 +111,21 @@ def jax_side(model: str, batches, row_len: int) -> Callable[[int], None]:
         holder["state"] = step(holder["state"], host[i], jax.random.PRNGKey(i))
         jax.block_until_ready(holder["state"][0])
 
-    run.meta = {"rows": rows, "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
+    run.meta = {"rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]), "micro_batches": accum,
+                "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
     return run
 
 
-def torch_side(model: str, batches, threads: int) -> Callable[[int], None]:
+def _per_problem(t, y) -> list:
+    """One problem's candidates trimmed to that problem's longest: [(ids [K, L_p], labels [K])]."""
+    out = []
+    for tp, yp in zip(t, y):
+        width = int((tp > 0).sum(-1).max())
+        out.append((tp[:, :width], yp))
+    return out
+
+
+def torch_side(model: str, batches, threads: int, feed: str = "step", dropout: float = 0.1) -> Callable[[int], None]:
     import torch
     import transformers
 
@@ -105,8 +133,8 @@ def torch_side(model: str, batches, threads: int) -> Callable[[int], None]:
     torch.set_num_threads(threads or os.cpu_count() or 1)
     if model == "minilm":
         cfg = transformers.BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                                      intermediate_size=1536, hidden_dropout_prob=0.1,
-                                      attention_probs_dropout_prob=0.1)
+                                      intermediate_size=1536, hidden_dropout_prob=dropout,
+                                      attention_probs_dropout_prob=dropout)
         net = transformers.BertModel(cfg, add_pooling_layer=False)
         head = torch.nn.Linear(384, 2)
         modules = torch.nn.ModuleList([net, head])
@@ -118,7 +146,7 @@ def torch_side(model: str, batches, threads: int) -> Callable[[int], None]:
     else:
         cfg = transformers.T5Config(vocab_size=32128, d_model=512, d_kv=64, d_ff=1024, num_layers=8,
                                     num_decoder_layers=8, num_heads=6, feed_forward_proj="gated-gelu",
-                                    dropout_rate=0.1, decoder_start_token_id=0, pad_token_id=0)
+                                    dropout_rate=dropout, decoder_start_token_id=0, pad_token_id=0)
         net = transformers.T5ForConditionalGeneration(cfg)
         net.lm_head.weight = torch.nn.Parameter(net.shared.weight.detach().clone())  # untied (v1.1)
         modules = net
@@ -129,23 +157,33 @@ def torch_side(model: str, batches, threads: int) -> Callable[[int], None]:
 
     opt = torch.optim.AdamW(modules.parameters(), lr=1e-4, weight_decay=0.1)
     host = []
-    for t, y in batches:
+    for t, y in batches:  # micro-batches of one step: the whole step, or one problem each
         p, k, length = t.shape
-        ids = torch.as_tensor(t.reshape(p * k, length), dtype=torch.long)
-        host.append((ids, (ids != 0).long(), torch.as_tensor(y.reshape(-1), dtype=torch.long), p, k))
+        micro = [(t, y)] if feed == "step" else [(tp[None], yp[None]) for tp, yp in _per_problem(t, y)]
+        host.append([(torch.as_tensor(a.reshape(-1, a.shape[-1]), dtype=torch.long),
+                      torch.as_tensor(b.reshape(-1), dtype=torch.long), a.shape[0], k, p) for a, b in micro])
 
     def run(i: int) -> None:
-        ids, attn, y, p, k = host[i]
         modules.train()
         opt.zero_grad(set_to_none=True)
-        ce = torch.nn.functional.cross_entropy(logits(ids, attn).float(), y, reduction="none").view(p, k)
-        ce.mean(dim=1).mean().backward()  # LEVER: per-problem mean, then mean over problems
-        torch.nn.utils.clip_grad_norm_(modules.parameters(), 1.0)
+        for ids, y, mp, k, p in host[i]:
+            ce = torch.nn.functional.cross_entropy(logits(ids, (ids != 0).long()).float(), y,
+                                                   reduction="none").view(mp, k)
+            (ce.mean(dim=1).sum() / p).backward()  # LEVER: per-problem mean, then mean over problems
+        run.grad_norm = float(torch.nn.utils.clip_grad_norm_(modules.parameters(), 1.0))  # before clipping
         opt.step()
 
     run.meta = {"torch_version": torch.__version__, "transformers_version": transformers.__version__,
                 "torch_threads": torch.get_num_threads()}
+    run.modules = modules
     return run
+
+
+def _hf_fill(batches, feed: str, real: list) -> float:
+    """Real tokens / tokens HF computes (padding included) under `feed`."""
+    if feed == "step":
+        return float(np.sum(real) / np.sum([t.size for t, _ in batches]))
+    return float(np.sum(real) / np.sum([a.size for t, y in batches for a, _ in _per_problem(t, y)]))
 
 
 def bench_real(args) -> dict:
@@ -153,11 +191,13 @@ def bench_real(args) -> dict:
     batches = real_batches(args.model, args.warmup + args.steps, args.problems, args.candidates, args.length)
     widths = [t.shape[-1] for t, _ in batches]
     real = [int((t > 0).sum()) for t, _ in batches]
-    sides = {"jax": jax_side(args.model, batches, args.row_len), "torch": torch_side(args.model, batches, args.torch_threads)}
+    sides = {"jax": jax_side(args.model, batches, args.row_len, args.jax_accum), "torch": torch_side(args.model, batches, args.torch_threads,
+                                                                        args.hf_feed)}
     res: dict = {"model": args.model, "load_avg_start": os.getloadavg(),
                  "candidates_per_step": args.problems * args.candidates,
                  "hf_padded_width_mean": float(np.mean(widths)),
-                 "real_tokens_fraction_hf": float(np.sum(real) / np.sum([t.size for t, _ in batches]))}
+                 "hf_feed": args.hf_feed,
+                 "real_tokens_fraction_hf": _hf_fill(batches, args.hf_feed, real)}
     for name, fn in sides.items():
         t0 = time.perf_counter()
         for i in range(args.warmup):
