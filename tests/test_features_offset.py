@@ -115,3 +115,21 @@ def test_boosted_finetune_through_lever_jax_run_and_resume(tmp_path) -> None:
     assert len(offsets) == 2 and all(np.abs(np.load(p)).sum() > 0 for p in offsets)
     assert run_cmd.cli(args) == 0  # resumes: every fold's scores exist
     assert json.loads((tmp_path / "run" / "scores.json").read_text()) == first
+
+
+def test_offset_on_a_non_gsm8k_pool_is_one_clear_error(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    args = ["run", "--gin_file", "gin_configs/runs/finetune_minilm.gin", "--max_problems", "4", "--no-progress",
+            "--out", str(tmp_path / "run")]
+    for b in ("RunConfig.pool = 'humaneval_codegen16b'", "RunConfig.execute = False",
+              "FinetuneConfig.offset_features_head = True"):
+        args += ["--gin_bindings", b]
+    env = {k: v for k, v in os.environ.items() if k != "LEVER_JAX_DEBUG"}
+    proc = subprocess.run([sys.executable, "-m", "lever_jax.cli", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("lever-jax: error: ") and "offset_features_head" in last and "GSM8k" in last

@@ -546,21 +546,21 @@ def finetune_verifier(cfg: Any, config: FinetuneConfig, problems: Sequence[Probl
                               cand if config.use_candidate_features else None)
     key_doc = {"finetune": config.training_key(), "folds": cfg.num_folds, "fold_seed": cfg.fold_seed,
                "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute}
-    offsets = None
+    offset_head = None  # the features-only head whose cross-fitted log-odds offset every fold
     if config.offset_features_head:
         if head is None or fold_rows is None:
             raise ValueError("FinetuneConfig.offset_features_head needs the head settings and the fold rows")
         key_doc["offset_head"] = dataclasses.asdict(head)
-        offsets = features_offset.features_head_trainer(head, cand, arrays.correct, arrays.mask)
+        offset_head = features_offset.features_head_trainer(head, cand, arrays.correct, arrays.mask)
     train_key = "ft-" + hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:12]
     ver = np.full(arrays.shape, -np.inf, np.float32)
     for fold in range(cfg.num_folds):
         t_fold = time.time()
         held = np.flatnonzero(folds == fold)
         fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
-        if offsets is not None:
+        if offset_head is not None:
             trainer.set_offset(features_offset.cached_fold_offsets(
-                fold_dir / "offsets.npy", offsets, fold_rows(fold), fold, config.offset_inner_folds))
+                fold_dir / "offsets.npy", offset_head, fold_rows(fold), fold, config.offset_inner_folds))
         ver[held] = train_fold(trainer, fold, folds, fold_dir, cfg.dev_fraction, config.seed, cfg.progress)
         timings[f"fold{fold}_s"] = time.time() - t_fold
     timings["train_score_s"] = time.time() - t
