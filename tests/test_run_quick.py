@@ -70,6 +70,10 @@ def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
     assert "encode" not in err
     again = json.loads((out / "metrics.json").read_text())
     assert again["methods"] == doc["methods"]
+    # the run leaves no gin bindings behind: a RunConfig built afterwards in this process is the default
+    from lever_jax.pipeline.run import RunConfig
+
+    assert RunConfig().max_problems is None and RunConfig().progress
 
 
 def test_run_with_a_t5_trained_per_fold(tmp_path, monkeypatch, capsys) -> None:

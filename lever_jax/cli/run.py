@@ -77,7 +77,10 @@ def main(args: argparse.Namespace) -> int:
     argv = sys.argv[1:]
     command = "lever-jax " + " ".join(shlex.quote(a) for a in argv) if argv[:1] == ["run"] \
         else "lever-jax run " + " ".join(shlex.quote(a) for a in argv)
-    doc = run_lib.run(out, command=command, gin_text=gin.config_str())
+    try:
+        doc = run_lib.run(out, command=command, gin_text=gin.config_str())
+    finally:  # an in-process caller (a notebook, a test, a second run) must not inherit this run's bindings
+        gin.clear_config()
     methods = doc["methods"]
     head = "lever_no_agg" if doc["ablation"] == "no_agg" else "lever"
     print(f"{doc['pool']}: majority vote {100 * methods['majority_vote']['accuracy']:.1f}, "

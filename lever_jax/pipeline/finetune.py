@@ -522,14 +522,15 @@ class FinetuneTrainer:
 # --------------------------------------------------------------------------- 4 the run's verifier
 def finetune_verifier(cfg: Any, config: FinetuneConfig, problems: Sequence[Problem], arrays: Any,
                       folds: np.ndarray, out: Path, timings: dict[str, float],
-                      train_fold: Callable[..., np.ndarray], head: Optional[HeadConfig] = None,
-                      fold_rows: Optional[Callable[[int], Any]] = None) -> np.ndarray:
+                      train_fold: Callable[..., np.ndarray], fold_rows: Callable[[int], dict[str, np.ndarray]],
+                      head: Optional[HeadConfig] = None) -> np.ndarray:
     """Cache the frozen layers, then fine-tune + score every fold (run.train_fold) -> log P(yes) [B, N].
 
     Fold checkpoints live under a directory named by the settings that change training, so a
-    changed config never resumes a stale fold; the state cache is shared by all of them. With
-    `offset_features_head`, `head` (the features-only head's settings) and `fold_rows(fold)` (the
-    fold's train / dev / held-out rows) give each fold its offsets (fold_dir/offsets.npy).
+    changed config never resumes a stale fold; the state cache is shared by all of them.
+    `fold_rows(fold)` gives the fold's train / dev / held-out rows (training and, with
+    `offset_features_head`, the offsets of `head`, the features-only head's settings, saved as
+    fold_dir/offsets.npy).
     """
     import time
 
@@ -548,20 +549,21 @@ def finetune_verifier(cfg: Any, config: FinetuneConfig, problems: Sequence[Probl
                "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute}
     offset_head = None  # the features-only head whose cross-fitted log-odds offset every fold
     if config.offset_features_head:
-        if head is None or fold_rows is None:
-            raise ValueError("FinetuneConfig.offset_features_head needs the head settings and the fold rows")
+        if head is None:
+            raise ValueError("FinetuneConfig.offset_features_head needs the features-only head's settings")
         key_doc["offset_head"] = dataclasses.asdict(head)
         offset_head = features_offset.features_head_trainer(head, cand, arrays.correct, arrays.mask)
     train_key = "ft-" + hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:12]
     ver = np.full(arrays.shape, -np.inf, np.float32)
     for fold in range(cfg.num_folds):
         t_fold = time.time()
-        held = np.flatnonzero(folds == fold)
         fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
+        rows = fold_rows(fold)
         if offset_head is not None:
             trainer.set_offset(features_offset.cached_fold_offsets(
-                fold_dir / "offsets.npy", offset_head, fold_rows(fold), fold, config.offset_inner_folds))
-        ver[held] = train_fold(trainer, fold, folds, fold_dir, cfg.dev_fraction, config.seed, cfg.progress)
+                fold_dir / "offsets.npy", offset_head, rows, fold, config.offset_inner_folds))
+        ver[rows["heldout"]] = train_fold(trainer, fold, folds, fold_dir, cfg.dev_fraction, config.seed,
+                                          cfg.progress, rows=rows)
         timings[f"fold{fold}_s"] = time.time() - t_fold
     timings["train_score_s"] = time.time() - t
     return np.where(arrays.mask, ver, -np.inf).astype(np.float32)

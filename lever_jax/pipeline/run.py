@@ -379,8 +379,8 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
         "training": {"train_pool": cfg.train_pool, "train_pool_mode": cfg.train_pool_mode,
                      "train_problems": cfg.train_problems,
-                     "train_rows_per_fold": [len((view.rows(f, cfg.dev_fraction, 0) or fold_rows(
-                         folds, f, cfg.dev_fraction, 0))["train"]) for f in range(cfg.num_folds)]},
+                     "train_rows_per_fold": [len(view.resolved_rows(f, cfg.dev_fraction, 0)["train"])
+                                             for f in range(cfg.num_folds)]},
     }
     write_json(out / "per_problem.json", per_problem_doc(arrays, ver, table, use_gen_prob, codet_values))
     write_json(out / "metrics.json", doc)
@@ -439,9 +439,7 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, vi
     feats = pool_features(problems, arrays.shape[1], features,
                           cfg.features_dir or out / "features", progress=cfg.progress)
     if head.use_candidate_features:
-        if any(p.dataset != "gsm8k" for p in problems):
-            raise UserError("HeadConfig.use_candidate_features: the hand-crafted candidate features are GSM8k's; "
-                            "set HeadConfig.use_candidate_features = False for other datasets")
+        _require_gsm8k(problems, "HeadConfig.use_candidate_features", "HeadConfig.use_candidate_features = False")
         feats = dataclasses.replace(feats, candidate=gsm8k_features.pool_candidate_features(
             problems, arrays.shape[1]))
     timings["features_s"] = time.time() - t
@@ -470,22 +468,17 @@ def _finetune_verifier(cfg: RunConfig, finetune: FinetuneConfig, head: HeadConfi
         base = Path(cfg.folds_dir or out / "folds")
         cfg = dataclasses.replace(cfg, folds_dir=str(base / f"options-{_sha(options)}"))
 
-    if (finetune.use_candidate_features or finetune.offset_features_head) and \
-            any(p.dataset != "gsm8k" for p in view.problems):
-        raise UserError("FinetuneConfig.use_candidate_features / offset_features_head: the hand-crafted candidate "
-                        "features are GSM8k's; set both False for other datasets")
+    if finetune.use_candidate_features or finetune.offset_features_head:
+        _require_gsm8k(view.problems, "FinetuneConfig.use_candidate_features / offset_features_head",
+                       "both False")
+    return finetune_verifier(cfg, finetune, view.problems, view.arrays, view.folds, out, timings, train_fold,
+                             lambda fold: view.resolved_rows(fold, cfg.dev_fraction, finetune.seed), head=head)
 
-    def fold_fn(trainer: Any, fold: int, folds: np.ndarray, fold_dir: Path, dev_fraction: float, seed: int,
-                progress: bool) -> np.ndarray:
-        return train_fold(trainer, fold, folds, fold_dir, dev_fraction, seed, progress,
-                          rows=view.rows(fold, dev_fraction, seed))
 
-    def rows_of(fold: int) -> dict[str, np.ndarray]:  # the rows train_fold uses (dev slice: finetune's seed)
-        return view.rows(fold, cfg.dev_fraction, finetune.seed) or fold_rows(view.folds, fold, cfg.dev_fraction,
-                                                                               finetune.seed)
-
-    return finetune_verifier(cfg, finetune, view.problems, view.arrays, view.folds, out, timings, fold_fn,
-                             head=head, fold_rows=rows_of)
+def _require_gsm8k(problems: Sequence[Problem], setting: str, fix: str) -> None:
+    """The hand-crafted candidate features (lever_jax.pipeline.gsm8k_features) exist for GSM8k only."""
+    if any(p.dataset != "gsm8k" for p in problems):
+        raise UserError(f"{setting}: the hand-crafted candidate features are GSM8k's; set {fix} for other datasets")
 
 
 def _fold_key(cfg: RunConfig) -> dict[str, Any]:
@@ -522,8 +515,7 @@ def _trained_verifier(cfg: RunConfig, view: TrainingView, out: Path, timings: di
     train_key = _sha({"gin": training_gin} | _fold_key(cfg))
     ver = np.full(arrays.shape, -np.inf, np.float32)
     for fold in range(cfg.num_folds):
-        rows = view.rows(fold, cfg.dev_fraction, cfg.fold_seed) or fold_rows(folds, fold, cfg.dev_fraction,
-                                                                               cfg.fold_seed)
+        rows = view.resolved_rows(fold, cfg.dev_fraction, cfg.fold_seed)
         fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
         _log(f"fold {fold}: training the verifier ({len(rows['train'])} train / {len(rows['dev'])} dev problems)")
         ver[rows["heldout"]] = fold_training.train_fold(problems, rows, arrays.shape[1], fold_dir, cfg.progress)

@@ -44,6 +44,11 @@ class TrainingView:
     # train_pool_mode='add': each training-pool row's row among the evaluated problems (-1: none)
     train_own_row: Optional[np.ndarray] = None
 
+    def resolved_rows(self, fold: int, dev_fraction: float, seed: int) -> dict[str, np.ndarray]:
+        """The rows ``fold`` trains, selects on and scores: ``rows`` with the options, else the
+        default ``fold_rows``."""
+        return self.rows(fold, dev_fraction, seed) or fold_rows(self.folds, fold, dev_fraction, seed)
+
     def rows(self, fold: int, dev_fraction: float, seed: int) -> Optional[dict[str, np.ndarray]]:
         """'train' / 'dev' / 'heldout' rows of ``fold`` (``fold_rows``' dev slice with the caller's
         seed), 'train' cut to the first ``train_problems`` by rank; None without the options."""
