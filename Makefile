@@ -21,8 +21,9 @@ $(INSTALLED):
 $(TEST_INSTALLED): $(INSTALLED)
 	# HF parity tests: CPU torch + transformers (optional extra `parity`); Beam execution and
 	# gs:// paths against a local GCS emulator (extras `beam`, `cloud-test`); the WikiTQ Binder table
-	# builder's Recognizers-Text normalisation (extra `wikitq-build`).
-	$(PIP) install -q -c constraints.txt -e '.[all,parity,beam,cloud-test,wikitq-build]'
+	# builder's Recognizers-Text normalisation (extra `wikitq-build`); `lever-jax sample` on the real
+	# llama.cpp runtime with a tiny GGUF model the tests write (extra `sample-test`).
+	$(PIP) install -q -c constraints.txt -e '.[all,parity,beam,cloud-test,wikitq-build,sample-test]'
 	touch $@
 
 install: $(INSTALLED)

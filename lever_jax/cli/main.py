@@ -32,6 +32,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("prepare", "lever_jax.cli.prepare", "build derived data once (e.g. Spider SQLite databases)"),
     ("verify-gold", "lever_jax.cli.verify_gold", "execute gold programs as candidates (sanity check)"),
     ("prompts", "lever_jax.cli.prompts", "write LEVER few-shot prompts for sampling new pools"),
+    ("sample", "lever_jax.cli.sample", "sample a candidate pool from a code LLM (llama.cpp or a server)"),
     ("inputs", "lever_jax.cli.inputs", "write every candidate's verifier input string and label (JSONL)"),
     ("import", "lever_jax.cli.import_samples", "convert LEVER / OpenAI / vLLM outputs to samples files"),
     ("train", "lever_jax.cli.train", "train a verifier from gin files (T5X-style)"),

@@ -5,7 +5,7 @@
 
 Each line: ``{"problem_id", "dataset", "prompt", "stop"}``. Sample completions with any LLM server,
 save them as ``{"problem_id", "response": <completion response>}`` lines and convert them with
-``lever-jax import --format openai``.
+``lever-jax import --format openai`` -- or sample them directly: ``lever-jax sample --input``.
 """
 from __future__ import annotations
 
@@ -26,10 +26,22 @@ def register(subparsers: Any) -> None:
     p.add_argument("--variant", default=None, help="dataset variant, e.g. 'sanitized' for MBPP")
     p.add_argument("--output", default="-", help="output JSONL (.gz ok); '-' = stdout (default)")
     p.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    add_prompt_options(p)
+    p.set_defaults(func=main)
+
+
+def add_prompt_options(p: argparse.ArgumentParser) -> None:
+    """The prompt-format flags (shared with ``lever-jax sample --dataset``)."""
     p.add_argument("--add-assertion-n", type=int, default=1, help="MBPP: test calls shown per task (LEVER: 1)")
     p.add_argument("--show-assertions", action="store_true",
                    help="MBPP: show full asserts (with expected values) instead of calls only")
-    p.set_defaults(func=main)
+
+
+def prompt_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword options of :func:`lever_jax.data.prompts.prompt_records` from the flags above."""
+    if args.dataset == "mbpp":
+        return {"add_assertion_n": args.add_assertion_n, "test_input_only": not args.show_assertions}
+    return {}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -43,11 +55,8 @@ def main(args: argparse.Namespace) -> int:
     problems = load_problems(args.dataset, args.split, args.variant)
     if args.limit is not None:
         problems = problems[: args.limit]
-    options: dict[str, Any] = {}
-    if args.dataset == "mbpp":
-        options = {"add_assertion_n": args.add_assertion_n, "test_input_only": not args.show_assertions}
     try:
-        records = prompts.prompt_records(problems, **options)
+        records = prompts.prompt_records(problems, **prompt_options(args))
         if args.output == "-":
             for record in records:
                 sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sample the bundled Qwen2.5-Coder-0.5B pools (docs/sampling.md): MBPP test + train, Spider dev and a
+# seeded 1,000-problem Spider train subset; 5 samples at LEVER's temperature 0.6 + the greedy decode.
+# Resumable: each run journals finished problems, so starting this script again after a kill
+# continues where it stopped. Run it niced in the background:
+#   nice -n 19 scripts/sample_qwen_pools.sh POOL_DIR > POOL_DIR/sample.log 2>&1 &
+set -euo pipefail
+DIR="${1:?usage: sample_qwen_pools.sh POOL_DIR}"
+MODEL="${MODEL:-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}"
+SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+LEVER="${LEVER:-lever-jax}"
+COMMON=(--model "$MODEL" --model-sha256 "$SHA256" --n 5 --temperature 0.6 --seed 0
+        --parallel "${PARALLEL:-4}" --threads "${THREADS:-2}")
+mkdir -p "$DIR"
+"$LEVER" sample --dataset mbpp --split test "${COMMON[@]}" --output "$DIR/mbpp_test.samples.jsonl.gz"
+"$LEVER" sample --dataset mbpp --split train "${COMMON[@]}" --output "$DIR/mbpp_train.samples.jsonl.gz"
+"$LEVER" sample --dataset spider --split dev "${COMMON[@]}" --output "$DIR/spider_dev.samples.jsonl.gz"
+# A seeded subset of Spider train (the same 1,000 problems on every run: random.Random(0)).
+"$LEVER" prompts --dataset spider --split train --output "$DIR/spider_train.prompts.jsonl"
+python3 - "$DIR/spider_train.prompts.jsonl" "$DIR/spider_train_1000.prompts.jsonl" <<'PY'
+import random, sys
+lines = [l for l in open(sys.argv[1], encoding="utf-8") if l.strip()]
+keep = sorted(random.Random(0).sample(range(len(lines)), 1000))
+open(sys.argv[2], "w", encoding="utf-8").writelines(lines[i] for i in keep)
+PY
+"$LEVER" sample --input "$DIR/spider_train_1000.prompts.jsonl" --split train "${COMMON[@]}" \
+  --output "$DIR/spider_train_1000.samples.jsonl.gz"

@@ -1,0 +1,168 @@
+"""``lever-jax sample`` on the real llama.cpp runtime (xllamacpp) with a tiny random GGUF model:
+both backends (in-process, and llama.cpp's own HTTP listener as ``--server``), the samples file
+that ``lever-jax execute`` reads, log-probs, merged counts, the greedy decode, resume after a
+kill, reproducibility, and one-line errors."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import xllamacpp  # noqa: F401 - the `sample` extra is part of the test install: missing means broken
+
+from lever_jax.cli.main import main
+from lever_jax.data.jsonl import iter_json_lines, read_problems
+from tests.gguf_tiny import write_tiny_gguf
+
+MBPP = ["--dataset", "mbpp", "--split", "test"]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf"))
+
+
+def _sample(model: str, out: Path, *extra: str) -> int:
+    return main(["sample", *MBPP, "--model", model, "--threads", "1", "--max-tokens", "12",
+                 "--output", str(out), *extra])
+
+
+def _summary(capsys: pytest.CaptureFixture[str]) -> dict:
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1])
+
+
+def _journal_sums(journal: Path) -> dict[str, list[float]]:
+    sums: dict[str, list[float]] = {}
+    for _lineno, obj in iter_json_lines(journal):
+        for s in obj["samples"]:
+            sums.setdefault(obj["problem_id"], []).append(math.fsum(s["logprobs"]))
+    return sums
+
+
+def test_samples_file_feeds_execute(tiny_model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "pool.samples.jsonl.gz"
+    assert _sample(tiny_model, out, "--limit", "3", "--n", "4") == 0
+    summary = _summary(capsys)
+    assert summary["problems"] == 3 and summary["sequences_decoded"] == 3 * 5
+    problems = list(read_problems(out))
+    assert [p.problem_id for p in problems] == ["mbpp-11", "mbpp-12", "mbpp-13"]
+    sums = _journal_sums(Path(f"{out}.journal.jsonl"))
+    for problem in problems:
+        assert sum(c.count for c in problem.candidates) == 4
+        # log-probs are the model's own distribution: even the temperature-0 decode's are < 0
+        assert problem.greedy is not None and problem.greedy.gen_logprob < 0
+        for cand in problem.candidates:
+            assert math.isfinite(cand.gen_logprob) and cand.gen_logprob < 0 and cand.num_tokens >= 1
+            # the candidate's log-prob is the sum of its tokens' log-probs as llama.cpp returned them
+            assert any(math.isclose(cand.gen_logprob, s, abs_tol=1e-9) for s in sums[problem.problem_id])
+    executed = tmp_path / "pool.executed.jsonl.gz"
+    assert main(["execute", "--dataset", "mbpp", "--input", str(out), "--output", str(executed),
+                 "--workers", "1"]) == 0
+    done = list(read_problems(executed, require_execution=True))
+    assert len(done) == 3 and all(p.greedy.execution is not None for p in done)
+
+
+def test_identical_programs_merge_with_counts(tiny_model: str, tmp_path: Path) -> None:
+    out = tmp_path / "low_t.jsonl"
+    assert _sample(tiny_model, out, "--limit", "2", "--n", "6", "--temperature", "0.05", "--max-tokens", "3") == 0
+    for problem in read_problems(out):
+        assert sum(c.count for c in problem.candidates) == 6
+        assert max(c.count for c in problem.candidates) > 1  # near-greedy sampling repeats itself
+        assert len({c.program for c in problem.candidates}) == len(problem.candidates)
+
+
+def test_same_seed_parallel_1_reproduces_the_file(tiny_model: str, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert _sample(tiny_model, a, "--limit", "2", "--n", "3", "--seed", "7") == 0
+    assert _sample(tiny_model, b, "--limit", "2", "--n", "3", "--seed", "7") == 0
+    assert a.read_bytes() == b.read_bytes()
+    c = tmp_path / "c.jsonl"
+    assert _sample(tiny_model, c, "--limit", "2", "--n", "3", "--seed", "8") == 0
+    assert c.read_bytes() != a.read_bytes()
+
+
+def test_resume_after_kill_resamples_nothing(tiny_model: str, tmp_path: Path) -> None:
+    out = tmp_path / "killed.jsonl"
+    journal = Path(f"{out}.journal.jsonl")
+    cmd = [sys.executable, "-m", "lever_jax.cli", "sample", *MBPP, "--model", tiny_model, "--threads", "1",
+           "--max-tokens", "24", "--n", "3", "--limit", "40", "--output", str(out)]
+    env = {**os.environ, "LEVER_JAX_PROGRESS": "off"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists() and journal.read_bytes().count(b"\n") >= 2:
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    proc.wait(timeout=60)
+    proc.stderr.close()
+    journaled = journal.read_bytes().count(b"\n")
+    assert journaled >= 2
+    with open(journal, "ab") as handle:  # a line cut short by the kill: ignored and sampled again
+        handle.write(b'{"format": "lever-jax/sample-journal/v1", "key": "dead')
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stderr.strip().splitlines()[-1])
+    assert summary["from_journal"] == journaled
+    assert summary["sequences_decoded"] == (40 - journaled) * 4
+    assert len(list(read_problems(out))) == 40
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert json.loads(again.stderr.strip().splitlines()[-1])["sequences_decoded"] == 0
+
+
+def test_server_backend_on_llamacpp_http_listener(tiny_model: str, tmp_path: Path, capsys) -> None:
+    from lever_jax.sampling.backends import LlamaCppBackend
+
+    served = LlamaCppBackend(tiny_model, threads=1, parallel=2)
+    try:
+        prompts = tmp_path / "prompts.jsonl"
+        assert main(["prompts", *MBPP, "--limit", "2", "--output", str(prompts)]) == 0
+        out = tmp_path / "server.jsonl"
+        assert main(["sample", "--input", str(prompts), "--split", "test", "--server", served.url,
+                     "--server-extra", '{"top_k": 0, "min_p": 0}', "--parallel", "2", "--n", "3",
+                     "--max-tokens", "12", "--output", str(out)]) == 0
+    finally:
+        served.close()
+    summary = _summary(capsys)
+    assert summary["model"].startswith("server-model:") and summary["sequences_decoded"] == 2 * 4
+    problems = list(read_problems(out))
+    assert len(problems) == 2
+    assert all(math.isfinite(c.gen_logprob) and c.num_tokens for p in problems for c in p.candidates)
+
+
+@pytest.mark.parametrize("case", ["missing", "corrupt", "not_gguf", "hash", "server_down", "bad_flag", "both",
+                                  "unknown_problem"])
+def test_user_errors_are_one_line_exit_2(case: str, tiny_model: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    model = tiny_model
+    args = [*MBPP, "--limit", "1"]
+    if case == "missing":
+        model = str(tmp_path / "nope.gguf")
+    elif case == "corrupt":
+        model = str(tmp_path / "cut.gguf")
+        Path(model).write_bytes(Path(tiny_model).read_bytes()[:50_000])
+    elif case == "not_gguf":
+        model = str(tmp_path / "text.gguf")
+        Path(model).write_text("hello")
+    elif case == "hash":
+        args += ["--model-sha256", "0" * 64]
+    elif case == "bad_flag":
+        args += ["--top-p", "2"]
+    elif case == "unknown_problem":
+        prompts = tmp_path / "p.jsonl"
+        prompts.write_text(json.dumps({"problem_id": "mbpp-99999", "dataset": "mbpp", "prompt": "x"}) + "\n")
+        args = ["--input", str(prompts), "--split", "test"]
+    source = ["--server", "http://127.0.0.1:9"] if case == "server_down" else ["--model", model]
+    if case == "both":
+        source += ["--server", "http://127.0.0.1:9"]
+    code = main(["sample", *args, *source, "--output", str(tmp_path / "o.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("lever-jax: error:"), err
+    assert not (tmp_path / "o.jsonl").exists()
