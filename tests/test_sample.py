@@ -166,3 +166,18 @@ def test_user_errors_are_one_line_exit_2(case: str, tiny_model: str, tmp_path: P
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("lever-jax: error:"), err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_bench_sample_dry_run(tiny_model: str, tmp_path: Path) -> None:
+    """scripts/bench_sample.py runs its three arms on the tiny model and reports the ratios."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_sample.py"
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(script), "--model", tiny_model, "--problems", "2", "--n", "2",
+                           "--parallel", "2", "--threads", "1", "--max-tokens", "8", "--output", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert set(report["arms"]) == {"llamacpp_sequential", "llamacpp_batched", "lever_jax_sample"}
+    assert all(arm["tokens"] > 0 for arm in report["arms"].values())
+    assert report["arms"]["lever_jax_sample"]["tokens"] <= 2 * 2 * 8
+    assert report["ratio_vs_batched"] > 0 and report["ratio_vs_sequential"] > 0

@@ -36,12 +36,13 @@ from lever_jax.training import checkpoints  # noqa: F401 (gin registration befor
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.bundled import bundled_path
 from lever_jax.data.errors import UserError
-from lever_jax.data.folds import assign_folds, fold_rows
+from lever_jax.data.folds import fold_rows
 from lever_jax.data.jsonl import read_problems, write_json, write_problems
 from lever_jax.data.schema import Problem
 from lever_jax.pipeline.encoder_features import FeatureConfig, pool_features
 from lever_jax.pipeline.finetune import FinetuneConfig
 from lever_jax.pipeline.head import HeadConfig, HeadTrainer
+from lever_jax.pipeline import protocol as protocols
 from lever_jax.pipeline.training_data import TrainingView, build_view
 
 gin.external_configurable(FeatureConfig, module="lever_jax.pipeline.encoder_features")
@@ -108,6 +109,11 @@ class RunConfig:
     # 'replace' (transfer, above) or 'add': train on the evaluated pool's training problems AND this
     # pool's samples for them (more programs per question; dev slice and scored problems unchanged).
     train_pool_mode: str = "replace"
+    # LEVER's train -> dev -> test protocol (lever_jax.pipeline.protocol): 'lever' trains one verifier
+    # on the training split's pool (train_pool, or train_input: a samples / executed file), picks its
+    # checkpoint on a dev_fraction slice of those problems and scores every evaluated problem.
+    protocol: str = "crossfit"
+    train_input: Optional[str] = None
 
 
 def _sha(obj: Any) -> str:
@@ -205,6 +211,10 @@ def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
 def _options_key(cfg: RunConfig) -> dict[str, Any]:
     """The training-data options, only when set (so existing fold directories keep their names)."""
     out = {k: getattr(cfg, k) for k in ("train_problems", "train_pool") if getattr(cfg, k) is not None}
+    if cfg.train_input is not None:
+        out["train_input"] = _input_key(dataclasses.replace(cfg, input=cfg.train_input))
+    if cfg.protocol != "crossfit":
+        out["protocol"] = cfg.protocol
     if cfg.train_pool is not None and cfg.train_pool_mode != "replace":
         out["train_pool_mode"] = cfg.train_pool_mode
     return out
@@ -294,19 +304,26 @@ def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> di
 def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
                   out: Path) -> TrainingView:
     """The verifier's problems and fold rows under ``RunConfig.train_pool`` / ``train_problems``."""
-    if cfg.train_pool is None and cfg.train_pool_mode != "replace":
+    if cfg.train_pool is None and cfg.train_input is None and cfg.train_pool_mode != "replace":
         raise UserError(f"RunConfig.train_pool_mode = {cfg.train_pool_mode!r} needs RunConfig.train_pool "
                         f"(the pool whose samples to add)")
     if cfg.train_pool is not None and cfg.train_pool not in POOLS:
         raise UserError(f"RunConfig.train_pool: unknown pool {cfg.train_pool!r}; known: {', '.join(POOLS)}")
-    train = None if cfg.train_pool is None else \
-        sorted(load_pool(dataclasses.replace(cfg, pool=cfg.train_pool, input=None), out), key=lambda p: p.problem_id)
+    train = None
+    if cfg.train_pool is not None or cfg.train_input is not None:
+        train_cfg = dataclasses.replace(cfg, pool=cfg.train_pool or cfg.pool, input=cfg.train_input)
+        train = sorted(load_pool(train_cfg, out), key=lambda p: p.problem_id)
+        protocols.check_disjoint(cfg.protocol, problems, train, _train_name(cfg))
     if train is not None:
         what = "transfer: the verifier trains on" if cfg.train_pool_mode == "replace" else \
             "extra training data: the verifier also trains on"
-        _log(f"{what} {cfg.train_pool} ({len(train)} problems; same folds by problem id)")
-    return build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, cfg.train_pool or "",
+        _log(f"{what} {_train_name(cfg)} ({len(train)} problems; same folds by problem id)")
+    return build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, _train_name(cfg) or "",
                       cfg.train_pool_mode)
+
+
+def _train_name(cfg: RunConfig) -> Optional[str]:
+    return cfg.train_pool if cfg.train_input is None else f"RunConfig.train_input {cfg.train_input}"
 
 
 @gin.configurable
@@ -320,6 +337,8 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         raise ValueError(f"ablation must be one of {ABLATIONS}, got {cfg.ablation!r}")
     if cfg.verifier not in VERIFIERS:
         raise ValueError(f"RunConfig.verifier must be one of {VERIFIERS}, got {cfg.verifier!r}")
+    protocols.check_protocol(cfg.protocol, cfg.train_pool, cfg.train_input, cfg.train_pool_mode)
+    cfg = dataclasses.replace(cfg, num_folds=protocols.num_folds(cfg.protocol, cfg.num_folds))
     if cfg.ablation == "no_exec":
         head = dataclasses.replace(head, use_result=False)
         finetune = dataclasses.replace(finetune, use_result=False)
@@ -340,7 +359,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     problems = sorted(load_pool(cfg, out), key=lambda p: p.problem_id)
     timings["execute_s"] = time.time() - t
     arrays = problems_to_arrays(problems)
-    folds = assign_folds(arrays.problem_ids, cfg.num_folds, cfg.fold_seed)
+    folds = protocols.evaluated_folds(cfg.protocol, arrays.problem_ids, cfg.num_folds, cfg.fold_seed)
     write_json(out / "folds.json", {"num_folds": cfg.num_folds, "seed": cfg.fold_seed,
                                     "folds": dict(zip(arrays.problem_ids, folds.tolist()))})
     n_cand = int(arrays.mask.sum())
@@ -377,7 +396,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
         "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
         **({"methods_second_checker": {"checker": checker[0], **report.metrics_json(second)}} if second else {}),
         "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
-        "training": {"train_pool": cfg.train_pool, "train_pool_mode": cfg.train_pool_mode,
+        "training": {"protocol": cfg.protocol, "train_pool": _train_name(cfg), "train_pool_mode": cfg.train_pool_mode,
                      "train_problems": cfg.train_problems,
                      "train_rows_per_fold": [len(view.resolved_rows(f, cfg.dev_fraction, 0)["train"])
                                              for f in range(cfg.num_folds)]},
@@ -558,8 +577,7 @@ def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[st
     lines = [f"# LEVER end-to-end run: {doc['pool']}" + (f" (ablation: {doc['ablation']})"
                                                           if doc["ablation"] != "none" else ""), "",
              f"{doc['problems']} problems, {doc['samples']} samples, {doc['distinct_programs']} distinct programs; "
-             f"{settings['run']['num_folds']}-fold cross-fitting (every problem scored by a verifier that never "
-             f"trained on it).", "",
+             + protocols.describe(settings["run"]["protocol"], settings["run"], doc["training"]["train_pool"]), "",
              report.format_table(table)]
     if "codet_dual_agreement" in v:
         c = v["codet_dual_agreement"]

@@ -1,0 +1,128 @@
+"""Sampling throughput: `lever-jax sample` vs llama.cpp's own generation of the same requests.
+
+    python scripts/bench_sample.py --model models/qwen.gguf [--problems 4] [--n 4] [--parallel 4] \
+        [--max-tokens 96] [--threads 2] [--output bench.json]
+
+Same prompts (LEVER's MBPP few-shot prompts, the first ``--problems`` test problems), same stops,
+same ``--max-tokens``, one model file, all in this run:
+
+* ``llamacpp_batched``: llama.cpp's own batched generation: one request per problem asking for
+  ``n`` completions (``"n": N``), ``--parallel`` slots; what the runtime does with no tool around it;
+* ``llamacpp_sequential``: one slot, one request per sequence, one after another;
+* ``lever_jax_sample``: ``lever-jax sample`` with ``--parallel`` (the sampler, the journal and the
+  samples file included), with a fresh journal.
+
+Each arm counts the tokens it generated (the samples differ between arms, so the figure is tokens
+per second of wall clock) and reports ratios against both llama.cpp arms. The goal: within 1.5x of
+the batched arm, never slower than the sequential one. Prints one JSON document.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lever_jax.cli.main import main as lever_main
+from lever_jax.data import prompts as prompt_lib
+from lever_jax.data.datasets import load_problems
+from lever_jax.data.jsonl import iter_json_lines
+
+
+def _server(model: str, parallel: int, threads: int, ctx: int) -> Any:
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.n_parallel = parallel
+    params.n_ctx = parallel * ctx
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.warmup = False
+    params.verbosity = -1
+    return xllamacpp.Server(params)
+
+
+def _body(prompt: str, stop: list[str], args: argparse.Namespace, n: int, seed: int) -> dict[str, Any]:
+    return {"prompt": prompt, "stop": stop, "max_tokens": args.max_tokens, "temperature": 0.6, "top_k": 0,
+            "min_p": 0.0, "seed": seed, "n": n, "logprobs": 1}
+
+
+def _tokens(reply: dict[str, Any]) -> int:
+    return sum(len(c["logprobs"]["content"]) for c in reply["choices"])
+
+
+def llamacpp_arm(records: list[dict[str, Any]], args: argparse.Namespace, batched: bool) -> dict[str, Any]:
+    server = _server(args.model, args.parallel if batched else 1, args.threads, args.ctx_size)
+    server.handle_completions(_body(records[0]["prompt"], records[0]["stop"], args, 1, 0))  # warm the prefix
+    start = time.perf_counter()
+    if batched:
+        with ThreadPoolExecutor(max_workers=max(1, args.parallel // args.n) or 1) as pool:
+            replies = list(pool.map(lambda r: server.handle_completions(
+                _body(r["prompt"], r["stop"], args, args.n, 1)), records))
+    else:
+        replies = [server.handle_completions(_body(r["prompt"], r["stop"], args, 1, i))
+                   for r in records for i in range(args.n)]
+    seconds = time.perf_counter() - start
+    tokens = sum(_tokens(r) for r in replies)
+    del server
+    return {"tokens": tokens, "seconds": round(seconds, 3), "tokens_per_s": round(tokens / seconds, 3)}
+
+
+def sample_arm(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    out = workdir / "bench.samples.jsonl"
+    argv = ["sample", "--dataset", "mbpp", "--split", "test", "--limit", str(args.problems), "--model", args.model,
+            "--n", str(args.n), "--no-greedy", "--parallel", str(args.parallel), "--threads", str(args.threads),
+            "--max-tokens", str(args.max_tokens), "--ctx-size", str(args.ctx_size), "--output", str(out)]
+    start = time.perf_counter()
+    code = lever_main(argv)
+    seconds = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"lever-jax sample exited {code}")
+    tokens = sum(len(s["tokens"]) for _n, e in iter_json_lines(f"{out}.journal.jsonl") for s in e["samples"])
+    return {"tokens": tokens, "seconds": round(seconds, 3), "tokens_per_s": round(tokens / seconds, 3),
+            "includes": "model load + sha256 of the model file + writing the samples file"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--problems", type=int, default=4)
+    parser.add_argument("--n", type=int, default=4)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--ctx-size", type=int, default=2048)
+    parser.add_argument("--output", default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("LEVER_JAX_PROGRESS", "off")
+    problems = load_problems("mbpp", "test")[: args.problems]
+    records = list(prompt_lib.prompt_records(problems))
+    arms: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        arms["llamacpp_sequential"] = llamacpp_arm(records, args, batched=False)
+        arms["llamacpp_batched"] = llamacpp_arm(records, args, batched=True)
+        arms["lever_jax_sample"] = sample_arm(args, Path(tmp))
+    ours = arms["lever_jax_sample"]["tokens_per_s"]
+    report = {
+        "arms": arms,
+        "ratio_vs_batched": round(ours / arms["llamacpp_batched"]["tokens_per_s"], 3),
+        "ratio_vs_sequential": round(ours / arms["llamacpp_sequential"]["tokens_per_s"], 3),
+        "settings": {k: v for k, v in vars(args).items() if k != "output"},
+        "machine": {"cpus": os.cpu_count(), "load_1m": round(os.getloadavg()[0], 2), "python": platform.python_version()},
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+    text = json.dumps(report, indent=1)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
