@@ -107,7 +107,8 @@ class Sampler:
         window = max(2, 2 * self.backend.parallel)  # problems in flight: enough to keep every slot busy
         pending: collections.deque[_Pending] = collections.deque()
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=self.backend.parallel) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.backend.parallel)
+        try:
             for record in records:
                 key = self.key(record)
                 futures = None
@@ -118,6 +119,8 @@ class Sampler:
                     yield self._finish(pending.popleft(), started)
             while pending:
                 yield self._finish(pending.popleft(), started)
+        finally:  # on an error or a stop, queued sequences are dropped (finished problems are journaled)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _finish(self, item: "_Pending", started: float) -> Problem:
         record, key, futures = item.record, item.key, item.futures
