@@ -232,13 +232,8 @@ class ServerBackend:
         pass
 
 
-def serve_model_in_process(model_path: str, **kwargs: Any) -> tuple[LlamaCppBackend, str]:
-    """A :class:`LlamaCppBackend` and the URL of its own OpenAI-compatible HTTP listener."""
-    backend = LlamaCppBackend(model_path, **kwargs)
-    return backend, backend.url
-
-
 def stop_tuple(stop: Sequence[str] | str | None) -> tuple[str, ...]:
+    """A prompt record's ``stop`` (a string, a list or absent) as a tuple."""
     if stop is None:
         return ()
     return (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
