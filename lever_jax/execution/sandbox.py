@@ -209,8 +209,10 @@ class Sandbox:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        # -P: the directory we were started from is not on the worker's sys.path (nothing there is
+        # imported, nor shown to the tasks)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lever_jax.execution.sandbox_worker", json.dumps(config)],
+            [sys.executable, "-P", "-m", "lever_jax.execution.sandbox_worker", json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, start_new_session=True, env=env,
         )
         return _Worker(slot=slot, proc=proc, in_fd=proc.stdin.fileno(), out_fd=proc.stdout.fileno())

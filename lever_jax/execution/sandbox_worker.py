@@ -37,7 +37,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-from lever_jax.execution import isolation
+from lever_jax.execution import isolation, sandbox_paths
 
 HEADER = struct.Struct(">I")
 RESULT_FD = 3
@@ -103,9 +103,9 @@ class Worker:
         root = isolation.is_root()
         p["network_namespace"] = isolation.private_network()
         p["socket_blocked_in_python"] = not p["network_namespace"]
-        # Paths the tasks must be able to read: the interpreter, its libraries and our package.
-        wanted = [w for w in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path,
-                              os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) if w]
+        # Paths the tasks must be able to read: the interpreter, its libraries and our package --
+        # not the directory we were started from nor the rest of sys.path (sandbox_paths).
+        wanted = sandbox_paths.code_paths()
         p["private_tmp_dirs"], p["private_tmp_kept"] = isolation.private_tmp(keep=wanted) if root else ([], [])
         p["mount_namespace"] = bool(p["private_tmp_dirs"])
         # The interpreter or this checkout under /tmp is bind-mounted back read-only into the
@@ -134,9 +134,7 @@ class Worker:
         off = set(self.limits.get("disable", ()))
         if p["mount_namespace"] and "mount_view" not in off:
             view = tempfile.mkdtemp(prefix="lever-view-")
-            package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            readable = [str(r) for r in self.limits.get("readable", ())]
-            paths = [w for w in wanted if w != os.path.dirname(package)] + [package] + readable
+            paths = wanted + [str(r) for r in self.limits.get("readable", ())]
             if isolation.build_view(view, paths, self.uid if isolation.is_root() else None):
                 self.view = view
                 self.view_paths = [os.path.realpath(v) for v in paths if v and os.path.exists(v)]
