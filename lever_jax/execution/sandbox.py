@@ -62,7 +62,8 @@ class Sandbox:
                  readable: Iterable[str | os.PathLike] = (), disable: Iterable[str] = ()):
         """``readable``: host paths every task may read (``Task.readable`` adds per-task ones); with
         the private mount view (``protections()["mount_view"]``) nothing else outside the
-        interpreter and this package exists for the tasks. ``disable``: layers not to use even
+        interpreter and this package exists for the tasks (one under /tmp is found at
+        :meth:`task_path`, never in the task's own, empty /tmp). ``disable``: layers not to use even
         where the kernel grants them (``"mount_view"``, ``"pid_namespace"``, ``"ipc_namespace"``),
         to test the degraded paths or to measure what each costs."""
         self.limits = limits
@@ -113,6 +114,17 @@ class Sandbox:
         layers = ("network_namespace", "mount_namespace", "mount_view", "pid_namespace", "ipc_namespace",
                   "drop_privileges")
         return [name for name in layers if not p.get(name) and name not in p.get("disabled_layers", ())]
+
+    def task_path(self, path: str | os.PathLike) -> str:
+        """Where a task finds host ``path``. A task's /tmp, /var/tmp and /dev/shm are its own,
+        empty ones, so what lives in the host's (a ``readable`` input, the checkout or venv
+        cloned there) is shown elsewhere; everything else is where it is on the host."""
+        path = os.path.abspath(os.fspath(path))
+        real = os.path.realpath(path)
+        for host, shown in self._protections.get("relocated", {}).items():
+            if real == host or real.startswith(host + "/"):
+                return shown + real[len(host):]
+        return path
 
     def task_uids(self) -> list[int]:
         """The uids tasks run as (one per worker slot; empty when privileges are not dropped)."""
