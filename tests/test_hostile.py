@@ -67,7 +67,8 @@ def pid_alive(pid: int) -> bool:
 
 @pytest.fixture()
 def canary_dir(tmp_path):
-    """A directory the sandbox can see (not under the private /tmp) with canaries and a database."""
+    """A directory the sandbox shows the tasks (``Sandbox.task_path``: elsewhere than on the host
+    when the checkout is under /tmp) with canaries and a database."""
     root = REPO / ".pytest_cache" / f"hostile-{uuid.uuid4().hex[:8]}"
     root.mkdir(parents=True)
     os.chmod(root, 0o755)
@@ -157,7 +158,11 @@ def test_corpus_is_large_enough():
 
 def test_hostile_batch(canary_dir, host_socket):
     root, tmp_canary = canary_dir
-    corpus = load_corpus(root, tmp_canary, host_socket)
+    sandbox = Sandbox(workers=2, limits=LIMITS, readable=[root])
+    # where the tasks find the canary directory: elsewhere than on the host when it is under /tmp
+    # (a checkout cloned there), since every task's own /tmp is empty
+    shown = Path(sandbox.task_path(root))
+    corpus = load_corpus(shown, tmp_canary, host_socket)
     ipc_before = sysv_ipc()
     mbpp = MBPPExecutor()
     add_problem = Problem("h-add", "mbpp", "add two numbers", {"test_list": ADD_TESTS, "test_setup_code": ""}, "", ())
@@ -186,7 +191,7 @@ def test_hostile_batch(canary_dir, host_socket):
                 continue
             problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, "SELECT count(*) FROM singer", ())
             cand = Candidate(text.strip())
-            payload = {"dataset": "spider", "db_path": str(root / "db.sqlite"), "sql": cand.program,
+            payload = {"dataset": "spider", "db_path": str(shown / "db.sqlite"), "sql": cand.program,
                        "timeout_s": 1.0, "max_rows": 1000, "gold_sql": problem.gold}
             jobs.append(("sql", name, expected, problem, cand, Task(sql_module.TASK_FUNCTION, payload)))
         else:
@@ -210,7 +215,6 @@ def test_hostile_batch(canary_dir, host_socket):
     for i in range(0, len(mixed), 10):
         mixed.insert(i, ("benign-mbpp", "benign-add", {}, add_problem, good_add, mbpp.make_task(add_problem, good_add)))
 
-    sandbox = Sandbox(workers=2, limits=LIMITS, readable=[root])
     uids = set(sandbox.task_uids())
     workers = sandbox.worker_pids()
     protections = sandbox.protections()

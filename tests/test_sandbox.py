@@ -161,22 +161,23 @@ def test_outermost_paths():
     assert _outermost(["/tmp/a/venv", "/tmp/a", "/tmp/b", "/tmp/ab"]) == ["/tmp/a", "/tmp/ab", "/tmp/b"]
 
 
-def test_checkout_under_tmp_is_kept_read_only_and_tmp_stays_private(sandbox):
-    """A checkout (or interpreter) under /tmp is bind-mounted back into the private /tmp instead
-    of leaving /tmp shared; elsewhere nothing is bind-mounted."""
+def test_checkout_under_tmp_is_shown_elsewhere_and_tmp_stays_private(sandbox):
+    """The package (and an interpreter) under /tmp is shown to the tasks elsewhere
+    (``Sandbox.task_path``), never in their own /tmp, which stays empty; modules not imported yet
+    still import from there. The checkout around the package is not shown, and survives."""
     import lever_jax
 
     p = sandbox.protections()
-    if not p.get("mount_namespace"):
-        pytest.skip("no mount namespace here")
-    checkout = os.path.realpath(os.path.dirname(os.path.dirname(lever_jax.__file__)))
-    if checkout.startswith("/tmp/"):
-        assert p["private_tmp"] and any(checkout.startswith(k) for k in p["private_tmp_kept"])
-    else:
-        assert not any(k.startswith(checkout) for k in p["private_tmp_kept"])
-    # the package is still importable and readable by the task, and the checkout survives clean-up
-    result = sandbox.run(Task("lever_jax.execution.python_gsm8k:run", {"program": "answer = 7"}))
-    assert result.value["number"] == 7
+    if not p.get("mount_view"):
+        pytest.skip("no mount view here")
+    package = os.path.realpath(os.path.dirname(lever_jax.__file__))
+    checkout = os.path.dirname(package)
+    shown = sandbox.task_path(package)
+    assert p["private_tmp"] and (shown != package) == package.startswith("/tmp/")
+    probe = (f"import os, tomllib, xml.dom.minidom, lever_jax.execution.spider_match\n"
+             f"answer = os.path.isfile({shown!r} + '/__init__.py') + 10 * os.path.exists({checkout!r} + '/setup.py')"
+             " + 100 * len(os.listdir('/tmp'))")
+    assert answer(sandbox.run(prog(probe))) == 1
     assert os.path.exists(os.path.join(checkout, "lever_jax", "__init__.py"))
 
 

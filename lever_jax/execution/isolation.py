@@ -263,9 +263,10 @@ def _bind_ro(source: str, target: str, dev: bool = False) -> bool:
     return mount(source, target, None, MS_BIND | MS_REC, None) and mount(None, target, None, flags, None)
 
 
-def bind_into(root: str, path: str, dev: bool = False) -> bool:
-    """Bind-mount host ``path`` read-only at the same path under ``root`` (dirs or files)."""
-    target = root + path
+def bind_into(root: str, path: str, dev: bool = False, at: str | None = None) -> bool:
+    """Bind-mount host ``path`` read-only at ``at`` (default: the same path) under ``root``
+    (dirs or files)."""
+    target = root + (path if at is None else at)
     try:
         if os.path.isdir(path):
             os.makedirs(target, mode=0o755, exist_ok=True)
@@ -278,12 +279,13 @@ def bind_into(root: str, path: str, dev: bool = False) -> bool:
     return _bind_ro(path, target, dev)
 
 
-def build_view(root: str, paths: list[str], uid: int | None = None) -> bool:
+def build_view(root: str, places: dict[str, str], uid: int | None = None) -> bool:
     """Make ``root`` (an empty directory) the task's whole file system: a fresh tmpfs holding
     read-only binds of the system directories, a few /etc files, /dev's harmless devices and
-    ``paths`` (interpreter, package, databases), plus empty ``/tmp``, ``/dev/shm`` and ``/proc``
-    mount points (filled per task). Everything else -- host sockets, /home, /work, /run -- does not
-    exist inside it. Call in a private mount namespace only. All or nothing (False: undone)."""
+    ``places`` (host path -> its path in the view: interpreter, package, databases), plus empty
+    ``/tmp``, ``/dev/shm`` and ``/proc`` mount points (filled per task). Everything else -- host
+    sockets, /home, /work, /run, the directory we were started from -- does not exist inside it.
+    Call in a private mount namespace only. All or nothing (False: undone)."""
     if not mount("lever_sandbox_root", root, "tmpfs", MS_NOSUID, "size=1m,mode=0755"):
         return False
     try:
@@ -305,8 +307,8 @@ def build_view(root: str, paths: list[str], uid: int | None = None) -> bool:
         for name in DEVICES:
             if os.path.exists(f"/dev/{name}") and not bind_into(root, f"/dev/{name}", dev=True):
                 raise OSError(f"cannot bind /dev/{name}")
-        for path in _outermost([os.path.realpath(p) for p in paths if p and os.path.exists(p)]):
-            if not os.path.exists(root + path) and not bind_into(root, path):
+        for path, at in sorted(places.items(), key=lambda item: item[1]):
+            if not os.path.exists(root + at) and not bind_into(root, path, at=at):
                 raise OSError(f"cannot bind {path}")
         # The host's user list and host names are not the task's business: synthetic ones.
         task = f"sandbox:x:{uid}:{uid}::/tmp:/bin/false\n" if uid is not None else ""

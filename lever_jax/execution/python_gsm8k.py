@@ -195,16 +195,21 @@ def _invalid_record(value: Any) -> str | None:
     """What is wrong with the child's record (None: it is plain data of the expected shape).
 
     The verdict is computed here from ``number`` alone; a program that tampers with the harness
-    can at most change its own answer, and a record of any other shape is an error."""
+    can at most change its own answer, and a record of any other shape is an error -- also one the
+    child never writes: ``number`` is always a float (an int of 4,000 digits has none), the texts
+    are capped at VALUE_CHARS / TEXT_CHARS (a forged 60 MiB state must not reach the executed file)."""
     if not isinstance(value, dict) or set(value) != {"found", "via", "number", "answer_text", "state"}:
         return "unexpected fields"
     if type(value["found"]) is not bool or value["via"] not in _VIA:
         return "found/via"
     number = value["number"]
-    if not (number is None or type(number) in (int, float) or number in ("inf", "-inf", "nan")):
+    if not (number is None or type(number) is float or number in ("inf", "-inf", "nan")):
         return "number is not a number"
-    if not (value["answer_text"] is None or type(value["answer_text"]) is str) or type(value["state"]) is not str:
+    text, state = value["answer_text"], value["state"]
+    if not (text is None or type(text) is str) or type(state) is not str:
         return "answer_text/state are not strings"
+    if (text is not None and len(text) > VALUE_CHARS) or len(state) > TEXT_CHARS:
+        return "answer_text/state longer than the child writes"
     return None
 
 

@@ -62,7 +62,8 @@ class Sandbox:
                  readable: Iterable[str | os.PathLike] = (), disable: Iterable[str] = ()):
         """``readable``: host paths every task may read (``Task.readable`` adds per-task ones); with
         the private mount view (``protections()["mount_view"]``) nothing else outside the
-        interpreter and this package exists for the tasks. ``disable``: layers not to use even
+        interpreter and this package exists for the tasks (one under /tmp is found at
+        :meth:`task_path`, never in the task's own, empty /tmp). ``disable``: layers not to use even
         where the kernel grants them (``"mount_view"``, ``"pid_namespace"``, ``"ipc_namespace"``),
         to test the degraded paths or to measure what each costs."""
         self.limits = limits
@@ -113,6 +114,17 @@ class Sandbox:
         layers = ("network_namespace", "mount_namespace", "mount_view", "pid_namespace", "ipc_namespace",
                   "drop_privileges")
         return [name for name in layers if not p.get(name) and name not in p.get("disabled_layers", ())]
+
+    def task_path(self, path: str | os.PathLike) -> str:
+        """Where a task finds host ``path``. A task's /tmp, /var/tmp and /dev/shm are its own,
+        empty ones, so what lives in the host's (a ``readable`` input, the checkout or venv
+        cloned there) is shown elsewhere; everything else is where it is on the host."""
+        path = os.path.abspath(os.fspath(path))
+        real = os.path.realpath(path)
+        for host, shown in self._protections.get("relocated", {}).items():
+            if real == host or real.startswith(host + "/"):
+                return shown + real[len(host):]
+        return path
 
     def task_uids(self) -> list[int]:
         """The uids tasks run as (one per worker slot; empty when privileges are not dropped)."""
@@ -209,8 +221,10 @@ class Sandbox:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        # -P: the directory we were started from is not on the worker's sys.path (nothing there is
+        # imported, nor shown to the tasks)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "lever_jax.execution.sandbox_worker", json.dumps(config)],
+            [sys.executable, "-P", "-m", "lever_jax.execution.sandbox_worker", json.dumps(config)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, start_new_session=True, env=env,
         )
         return _Worker(slot=slot, proc=proc, in_fd=proc.stdin.fileno(), out_fd=proc.stdout.fileno())

@@ -15,6 +15,9 @@ of their own tasks); the zygote forks one child per task and supervises it:
 * the worker lives in its own network namespace (no network at all) and mount namespace with
   fresh tmpfs over the world-writable directories (cleared after every task), when the kernel
   allows; otherwise the child blocks socket creation in Python;
+* with the mount view, the child is chrooted into a tree showing only the system directories,
+  the interpreter, this package and its inputs (``sandbox_paths``: never the directory we were
+  started from; what lives under /tmp is shown elsewhere and the zygote's interpreter re-pointed);
 * the result travels through a pipe, prefixed by a per-task random nonce -- never through stdout,
   so markers printed by a program mean nothing;
 * the zygote is a child subreaper, so descendants that escaped the process group (``setsid``)
@@ -26,6 +29,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import resource
 import select
 import shutil
@@ -37,11 +41,16 @@ import time
 import traceback
 from typing import Any, Callable
 
-from lever_jax.execution import isolation
+from lever_jax.execution import isolation, sandbox_paths
+from lever_jax.execution.sandbox_paths import Layout
 
 HEADER = struct.Struct(">I")
 RESULT_FD = 3
 MAX_RESULT_BYTES = 64 * 1024 * 1024
+# Values (containers and their elements) a result may decode to: the zygote, the worker and the
+# parent each decode it, and 64 MiB of "{}," is 21 million dicts, 1.5 GiB and ~6 s per decode.
+MAX_RESULT_VALUES = 2_000_000
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 CHILD_ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
@@ -75,6 +84,17 @@ def encode_message(obj: Any) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
+def json_values(text: bytes) -> int:
+    """An upper bound on the number of values ``text`` decodes to (each comma, colon, bracket or
+    brace makes at most one), counted at C speed without decoding. Strings are skipped -- by a
+    regex, only when the plain count is over MAX_RESULT_VALUES: ordinary results cost one pass."""
+    def count(data: bytes) -> int:
+        return sum(data.count(c) for c in (b",", b":", b"[", b"{")) + 1
+
+    plain = count(text)
+    return plain if plain <= MAX_RESULT_VALUES else count(_JSON_STRING.sub(b'""', text))
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -92,7 +112,8 @@ class Worker:
         self.pid_ns_fd = -1
         self.task_binds: list[str] = []
         self.tmp_mounted = False
-        self.view_paths: list[str] = []
+        self.layout = Layout({})
+        self.relocation: tuple[dict[str, str], list[str]] | None = None  # applied by each zygote (view)
         self.broken = False  # a clean-up failed: the zygote exits after this task and is replaced
 
     # -- set-up (in the router, before any zygote is forked: namespaces are inherited) ----------
@@ -103,10 +124,12 @@ class Worker:
         root = isolation.is_root()
         p["network_namespace"] = isolation.private_network()
         p["socket_blocked_in_python"] = not p["network_namespace"]
-        # Paths the tasks must be able to read: the interpreter, its libraries and our package.
-        wanted = [w for w in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path,
-                              os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))) if w]
-        p["private_tmp_dirs"], p["private_tmp_kept"] = isolation.private_tmp(keep=wanted) if root else ([], [])
+        # Paths the tasks must be able to read: the interpreter, its libraries and our package --
+        # not the directory we were started from nor the rest of sys.path (sandbox_paths).
+        wanted = sandbox_paths.code_paths()
+        readable = [str(r) for r in self.limits.get("readable", ())]
+        p["private_tmp_dirs"], p["private_tmp_kept"] = (isolation.private_tmp(keep=wanted + readable) if root
+                                                        else ([], []))
         p["mount_namespace"] = bool(p["private_tmp_dirs"])
         # The interpreter or this checkout under /tmp is bind-mounted back read-only into the
         # private /tmp (isolation.private_tmp); if that failed /tmp stays shared, and we say so.
@@ -114,7 +137,15 @@ class Worker:
         if p["mount_namespace"]:
             # Let the unprivileged task import the stdlib even if it lives under /root (0700).
             p["exposed_paths"] = isolation.expose_paths(wanted)
-        self._setup_view(wanted)
+        self.base = tempfile.mkdtemp(prefix="lever-sandbox-")
+        os.chmod(self.base, 0o711)
+        self._setup_view(wanted + readable)
+        # where a task finds what is not at its host path (Sandbox.task_path)
+        p["relocated"] = self.layout.moved()
+        if not self.view and p["private_tmp_kept"]:  # the task would see them in its /tmp: move them
+            p["relocated"] = sandbox_paths.move_kept(p["private_tmp_kept"], p["private_tmp_dirs"],
+                                                     os.path.join(self.base, "code"))
+            p["private_tmp_kept"] = list(p["relocated"].values()) or p["private_tmp_kept"]
         p["drop_privileges"] = bool(root and self.uid is not None)
         p["task_uid"] = self.uid if p["drop_privileges"] else os.geteuid()
         # RLIMIT_NPROC counts processes per uid and is ignored for root: it only means
@@ -122,24 +153,26 @@ class Worker:
         p["rlimit_nproc"] = p["drop_privileges"]
         p["rlimits"] = ["cpu", "as", "fsize", "nofile", "core"] + (["nproc"] if p["rlimit_nproc"] else [])
         p["process_group_kill"] = True
-        self.base = tempfile.mkdtemp(prefix="lever-sandbox-")
-        os.chmod(self.base, 0o711)
         if p["drop_privileges"]:
             isolation.kill_uid(self.uid)  # leftovers of a replaced worker in this slot
 
-    def _setup_view(self, wanted: list[str]) -> None:
-        """The task's own mount view, PID and IPC namespaces (each reported; each may be refused)."""
+    def _setup_view(self, shown: list[str]) -> None:
+        """The task's own mount view (showing ``shown``), PID and IPC namespaces (each reported;
+        each may be refused)."""
         p = self.protections
         self.view = ""
         off = set(self.limits.get("disable", ()))
         if p["mount_namespace"] and "mount_view" not in off:
             view = tempfile.mkdtemp(prefix="lever-view-")
-            package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            readable = [str(r) for r in self.limits.get("readable", ())]
-            paths = [w for w in wanted if w != os.path.dirname(package)] + [package] + readable
-            if isolation.build_view(view, paths, self.uid if isolation.is_root() else None):
-                self.view = view
-                self.view_paths = [os.path.realpath(v) for v in paths if v and os.path.exists(v)]
+            layout = Layout.for_view(shown)
+            if isolation.build_view(view, layout.places, self.uid if isolation.is_root() else None):
+                self.view, self.layout = view, layout
+                self.relocation = layout.relocation(sandbox_paths.spellings())
+            else:
+                try:
+                    os.rmdir(view)
+                except OSError:
+                    pass
         p["mount_view"] = bool(self.view)
         p["per_task_tmpfs"] = bool(self.view)
         self.pid_ns_fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
@@ -205,11 +238,6 @@ class Worker:
                 return reply
             self.tmp_mounted = True
             tmpdir = "/tmp"
-            # what the view shows under /tmp or /dev/shm (a checkout or interpreter there) is hidden
-            # by the fresh tmpfs: bind it back, read-only, for this task
-            for path in self.view_paths:
-                if path.startswith(("/tmp/", "/dev/shm/")) and isolation.bind_into(self.view, path):
-                    self.task_binds.append(self.view + path)
             self._bind_readable([r for r in msg.get("readable") or () if isinstance(r, str)])
         else:
             tmpdir = tempfile.mkdtemp(dir=self.base)
@@ -248,10 +276,10 @@ class Worker:
 
     def _bind_readable(self, paths: list[str]) -> None:
         """Show this task's own read-only inputs (its database) in the view, until it ends."""
+        hidden = sandbox_paths.hidden_dirs()  # a task's /tmp and /dev/shm stay its own, empty
         for path in paths:
             real = os.path.realpath(path)
-            shown = any((real == v or real.startswith(v + "/")) and not v.startswith(("/tmp/", "/dev/shm/"))
-                        for v in self.view_paths)
+            shown = self.layout.place(real) is not None or sandbox_paths.inside(real, hidden)
             if os.path.isabs(real) and os.path.exists(real) and not shown:
                 if isolation.bind_into(self.view, real):
                     self.task_binds.append(self.view + real)
@@ -395,6 +423,9 @@ class Worker:
             return reply
         raw = b"".join(res)
         if raw.startswith(nonce):
+            if json_values(raw[len(nonce):]) > MAX_RESULT_VALUES:
+                reply.update(status="error", error=f"result of more than {MAX_RESULT_VALUES} values")
+                return reply
             try:
                 frame = json.loads(raw[len(nonce):])
             except (ValueError, RecursionError):  # not JSON, or nested deeper than we parse
@@ -498,6 +529,11 @@ class Zygote:
                     importlib.import_module(module)
                 except Exception:  # noqa: BLE001 - reported per task by Worker.resolve
                     pass
+                if worker.relocation is not None:
+                    # From here on the zygote imports nothing; its children's later imports and
+                    # file look-ups happen in the view: point the interpreter at where the view
+                    # shows it (once here, not in every child: that costs a copy of every module)
+                    sandbox_paths.relocate(*worker.relocation)
                 gc.collect()
                 gc.freeze()  # children's GC then leaves the inherited heap alone (fewer COW copies)
                 while True:

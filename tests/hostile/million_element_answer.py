@@ -1,0 +1,1 @@
+answer = list(range(1000000))
