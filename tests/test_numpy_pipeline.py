@@ -199,8 +199,7 @@ def test_gin_task_files_name_bundled_tasks(name):
     from lever_jax.inputs.examples import bundled_pools, find_spec
 
     pool_dir = name if name.endswith("_pool") else f"{name}_pool"
-    if pool_dir not in {d for d, _ in bundled_pools()}:
-        pytest.skip(f"{pool_dir} not bundled")
+    assert pool_dir in {d for d, _ in bundled_pools()}, f"{pool_dir} is not bundled"
     with gin.unlock_config():
         gin.parse_config_file(str(ROOT / "gin_configs" / "tasks" / f"{name}.gin"))
     try:

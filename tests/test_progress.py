@@ -2,8 +2,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
+
+import pytest
 
 from lever_jax.data import progress
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class _Tty(io.StringIO):
@@ -68,3 +73,26 @@ def test_disabled_prints_nothing():
     bar.close()
     assert out.getvalue() == ""
 
+
+
+@pytest.mark.usefixtures("minilm_weights")
+def test_finetune_encoding_logs_complete_lines_off_a_terminal(tmp_path, monkeypatch, capsys):
+    """`lever-jax run` with the fine-tune: its frozen-layer encoding, like every other progress
+    report, prints complete lines (no tqdm carriage-return redraws) when stderr is not a terminal."""
+    import gin
+
+    from lever_jax.cli.main import main
+
+    monkeypatch.delenv(progress.MODE_ENV, raising=False)
+    monkeypatch.setenv(progress.INTERVAL_ENV, "0")
+    args = ["run", "--gin_file", str(ROOT / "gin_configs/runs/finetune_minilm.gin"), "--max_problems", "8",
+            "--out", str(tmp_path / "run")]
+    for b in ("RunConfig.execute = False", "RunConfig.bootstrap = 50", "RunConfig.num_folds = 2",
+              "FinetuneConfig.steps = 1", "FinetuneConfig.eval_every = 1", "FinetuneConfig.warmup_steps = 1"):
+        args += ["--gin_bindings", b]
+    try:
+        assert main(args) == 0
+    finally:
+        gin.clear_config()
+    err = capsys.readouterr().err
+    assert "encode " in err and "\r" not in err, err[-2000:]

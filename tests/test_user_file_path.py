@@ -80,3 +80,15 @@ def test_own_file_through_execute_train_eval_rerank(tmp_path):
                    "--bootstrap", "200", env=env, cwd=tmp_path)
     assert rr.returncode == 0, rr.stderr[-3000:]
     assert "LEVER (summing)" in rr.stdout and "majority vote" in rr.stdout, rr.stdout
+
+
+def test_readme_own_data_train_example_sizes_train_steps():
+    """The README's own-data `lever-jax train` sets TRAIN_STEPS: executed_file.gin's 10,000 steps
+    would train t5_tiny for hours on a handful of problems."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Your own samples, end to end"):]
+    block = section[section.index("```bash"):section.index("```", section.index("```bash") + 7)]
+    commands = re.sub(r"\\\n", " ", block).splitlines()  # what bash runs: continuation lines joined
+    train = next(c.split("#")[0] for c in commands if c.startswith("lever-jax train"))
+    steps = re.search(r"TRAIN_STEPS\s*=\s*(\d+)", train)
+    assert steps and int(steps.group(1)) <= 1000, train

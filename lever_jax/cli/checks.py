@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from pathlib import Path
 
 from lever_jax.data.errors import UserError
@@ -50,7 +51,7 @@ def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty
         try:
             with gzip.open(p, "rb") as handle:
                 head = handle.read(1)
-        except (OSError, EOFError) as err:
+        except (OSError, EOFError, zlib.error) as err:  # zlib.error: a corrupt deflate stream
             raise user_error(f"not a readable gzip file ({err})", where=where) from None
         if not head:
             raise user_error("empty file (gzip holds no data)", where=where)

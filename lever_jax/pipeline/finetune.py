@@ -38,6 +38,7 @@ from flax import linen as nn
 
 from lever_jax.pipeline import gsm8k_features
 from lever_jax.data.schema import Problem
+from lever_jax.data.progress import progress_bar
 from lever_jax.pipeline.encoder_features import program_text, result_text, segment_tokens
 from lever_jax.inputs.packing import bucket
 from lever_jax.models.configs import LossConfig, encoder_config
@@ -175,8 +176,6 @@ def cached_states(config: FinetuneConfig, part: str, texts: Sequence[str], max_l
                   cache_dir: Path, encoder: Callable[[], LowerEncoder], progress: bool) -> RaggedStates:
     """States of the distinct `texts`: one cache file per chunk of CACHE_CHUNK texts, keyed by the
     config and the chunk's texts (written atomically; a re-run encodes only missing chunks)."""
-    from tqdm import tqdm
-
     chunks = [texts[i:i + CACHE_CHUNK] for i in range(0, len(texts), CACHE_CHUNK)]
     paths = []
     for chunk in chunks:
@@ -185,8 +184,8 @@ def cached_states(config: FinetuneConfig, part: str, texts: Sequence[str], max_l
             h.update(t.encode("utf-8", "surrogatepass") + b"\x00")
         paths.append(Path(cache_dir) / f"{part}-{h.hexdigest()[:20]}.npz")
     missing = [i for i, p in enumerate(paths) if not p.exists()]
-    bar = tqdm(total=sum(len(chunks[i]) for i in missing), desc=f"encode {part} ({config.frozen_layers} layers)",
-               unit="text", disable=not progress or not missing, smoothing=0.1)
+    bar = progress_bar(sum(len(chunks[i]) for i in missing), desc=f"encode {part} ({config.frozen_layers} layers)",
+                       unit="text", disable=not progress or not missing, smoothing=0.1)
     for i in missing:
         states = encoder().encode(chunks[i], max_len, keep, config.encode_batch_size, bar)
         paths[i].parent.mkdir(parents=True, exist_ok=True)

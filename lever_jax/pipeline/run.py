@@ -345,6 +345,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     elif cfg.ablation == "no_program":
         head = dataclasses.replace(head, use_program=False)
         finetune = dataclasses.replace(finetune, use_program=False)
+    _check_gsm8k_features(cfg, head, finetune)
     use_gen_prob = cfg.ablation != "no_gen_prob"
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -457,8 +458,7 @@ def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, vi
     t = time.time()
     feats = pool_features(problems, arrays.shape[1], features,
                           cfg.features_dir or out / "features", progress=cfg.progress)
-    if head.use_candidate_features:
-        _require_gsm8k(problems, "HeadConfig.use_candidate_features", "HeadConfig.use_candidate_features = False")
+    if head.use_candidate_features:  # GSM8k only (_check_gsm8k_features)
         feats = dataclasses.replace(feats, candidate=gsm8k_features.pool_candidate_features(
             problems, arrays.shape[1]))
     timings["features_s"] = time.time() - t
@@ -487,17 +487,34 @@ def _finetune_verifier(cfg: RunConfig, finetune: FinetuneConfig, head: HeadConfi
         base = Path(cfg.folds_dir or out / "folds")
         cfg = dataclasses.replace(cfg, folds_dir=str(base / f"options-{_sha(options)}"))
 
-    if finetune.use_candidate_features or finetune.offset_features_head:
-        _require_gsm8k(view.problems, "FinetuneConfig.use_candidate_features / offset_features_head",
-                       "both False")
     return finetune_verifier(cfg, finetune, view.problems, view.arrays, view.folds, out, timings, train_fold,
                              lambda fold: view.resolved_rows(fold, cfg.dev_fraction, finetune.seed), head=head)
 
 
-def _require_gsm8k(problems: Sequence[Problem], setting: str, fix: str) -> None:
-    """The hand-crafted candidate features (lever_jax.pipeline.gsm8k_features) exist for GSM8k only."""
-    if any(p.dataset != "gsm8k" for p in problems):
-        raise UserError(f"{setting}: the hand-crafted candidate features are GSM8k's; set {fix} for other datasets")
+def _check_gsm8k_features(cfg: RunConfig, head: HeadConfig, finetune: FinetuneConfig) -> None:
+    """The hand-crafted candidate features (lever_jax.pipeline.gsm8k_features) exist for GSM8k only:
+    asked for on another dataset, one UserError before anything is executed or encoded."""
+    if cfg.verifier == "head" and head.use_candidate_features:
+        setting, fix = "HeadConfig.use_candidate_features", "HeadConfig.use_candidate_features = False"
+    elif cfg.verifier == "finetune" and (finetune.use_candidate_features or finetune.offset_features_head):
+        setting, fix = "FinetuneConfig.use_candidate_features / offset_features_head", "both False"
+    else:
+        return
+    others = sorted(_run_datasets(cfg) - {"gsm8k"})
+    if others:
+        raise UserError(f"{setting}: the hand-crafted candidate features are GSM8k's and this run's problems are "
+                        f"{', '.join(others)}; set {fix} for other datasets")
+
+
+def _run_datasets(cfg: RunConfig) -> set[str]:
+    """The datasets of the run's problems and training pool, without executing anything (the input
+    file is read once more); a missing input or an unknown pool is reported elsewhere."""
+    found = {POOLS.get(cfg.train_pool, {}).get("dataset")} if cfg.train_pool is not None else set()
+    if cfg.input is None:
+        found.add(POOLS.get(cfg.pool, {}).get("dataset"))
+    elif Path(cfg.input).is_file():
+        found.update(p.dataset for p in _head(read_problems(cfg.input), cfg.max_problems))
+    return {d for d in found if d is not None}
 
 
 def _fold_key(cfg: RunConfig) -> dict[str, Any]:

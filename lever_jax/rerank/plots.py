@@ -24,18 +24,38 @@ def _save(fig, path: str | os.PathLike) -> None:
     os.replace(tmp, path)
 
 
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D")
+
+
+def method_styles(names: Sequence[str]) -> dict[str, dict[str, str]]:
+    """A distinct (colour, line style, marker) for every method: tab10's colours cycle, and each
+    cycle of ten also changes the line style and the marker, so methods 1 and 11 never look alike."""
+    colors = plt.get_cmap("tab10").colors
+    return {name: {"color": colors[i % 10], "linestyle": LINESTYLES[i // 10 % 4], "marker": MARKERS[i // 10 % 4]}
+            for i, name in enumerate(names)}
+
+
 def accuracy_vs_k(curves: Mapping[str, Sequence[Mapping[str, float]]], path: str | os.PathLike,
                   title: str = "") -> None:
-    """One line per method: accuracy (%) vs k (log-scaled x axis), error bars = std over trials."""
+    """One line per method: accuracy (%) vs k (log-scaled x axis labelled with the plotted k
+    values as integers), error bars = std over trials."""
+    from matplotlib.ticker import FixedLocator, NullLocator, StrMethodFormatter
+
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name in [m for m in METHOD_LABELS if m in curves]:
+    names = [m for m in METHOD_LABELS if m in curves]
+    all_k: set[int] = set()
+    for name, style in method_styles(names).items():
         pts = curves[name]
         ks = [p["k"] for p in pts]
+        all_k.update(int(k) for k in ks)
         acc = [100 * p["accuracy"] for p in pts]
         err = [100 * p.get("std", 0.0) for p in pts]
-        style = "--" if name in ("random", "oracle") else "-"
-        ax.errorbar(ks, acc, yerr=err, fmt=style, marker="o", ms=3, capsize=2, label=METHOD_LABELS[name])
+        ax.errorbar(ks, acc, yerr=err, ms=3, capsize=2, label=METHOD_LABELS[name], **style)
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(sorted(all_k)))
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:.0f}"))
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("number of samples k")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title)

@@ -76,6 +76,7 @@ class Checkpointer:
             raise ValueError("Checkpointer.keep_latest must be >= 1 (resuming needs the latest step)")
         if best_mode not in ("max", "min"):
             raise ValueError(f"best_mode must be 'max' or 'min', got {best_mode!r}")
+        self.model_dir = os.fspath(model_dir)
         self.directory = checkpoint_directory(model_dir)
         self.best_metric = best_metric
         policies: list[Any] = [ocp.checkpoint_managers.LatestN(n=keep_latest)]

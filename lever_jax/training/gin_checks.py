@@ -38,6 +38,33 @@ def _error(message: str, where: str | None = None) -> UserError:
     return UserError(f"{where}: {message}" if where else message)
 
 
+# Macros that only one kind of gin file defines (gin_configs/runs/train.gin's header): when one is
+# missing, the file that should define it was most likely not given at all -- say so.
+_FILE_KIND_MACROS = {
+    "a task file (gin_configs/tasks/*.gin, e.g. tasks/executed_file.gin with --train_file)": frozenset({
+        "MIXTURE_OR_TASK_NAME", "TRAIN_FILE", "DEV_MIXTURE_OR_TASK_NAME", "DEV_FILE", "EVAL_MIXTURE_OR_TASK_NAME",
+        "EVAL_FILE", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS", "BATCH_SIZE", "ACCUM_STEPS", "CANDIDATES_PER_PROBLEM",
+        "LEARNING_RATE", "BEST_METRIC", "ADD_GOLD"}),
+    "a model file (gin_configs/models/*.gin)": frozenset({"MODEL", "VOCABULARY_NAME"}),
+}
+
+
+def _undefined_macro_error(name: str, where: str) -> UserError:
+    """``%name`` is used but never defined: when several macros of one kind of gin file are, that
+    file was not given (say which); one of them: say which kind of file defines it; else suggest
+    a close defined macro (a misspelling)."""
+    defined, used_by = _macro_table()
+    undefined = set(used_by) - set(defined)
+    for kind, macros in _FILE_KIND_MACROS.items():
+        missing = sorted(undefined & macros)
+        if name in macros and len(missing) > 1:
+            return _error(f"no {kind[2:]} given: its macros {', '.join('%' + m for m in missing)} are never defined",
+                          where="--gin_file")
+        if name in macros:
+            return _error(f"macro %{name} is never defined (it comes from {kind})", where=where)
+    return _error(f"macro %{name} is used but never defined{_suggest(name, defined, '%')}", where=where)
+
+
 # ----------------------------------------------------------------------------------------------
 # Macros
 
@@ -124,8 +151,7 @@ def check_macros(files: Sequence[str] = (), bindings: Sequence[str] = (), allow:
     defined, used_by = _macro_table()
     for name, keys in sorted(used_by.items()):
         if name not in defined:
-            raise _error(f"macro %{name} is used but never defined{_suggest(name, defined, '%')}",
-                            where=f"gin binding {keys[0]}")
+            raise _undefined_macro_error(name, f"gin binding {keys[0]}")
     unused = sorted(set(defined) - _reachable_macros(defined, used_by) - set(allow))
     if unused:
         name = unused[0]
@@ -263,7 +289,16 @@ def _tidy(message: str, exc: BaseException | None = None) -> str:
     token = re.search(r"Failed to parse token '([^']*)'", message)
     if token:
         return f"cannot parse value {token[1]!r} (strings need quotes)"
+    if first.startswith("Unable to parse value"):
+        return "cannot parse the value (strings need quotes: NAME = 'text')"
     return first.rstrip(":").rstrip()
+
+
+def _binding_site(bindings: Sequence[str], line: int) -> str:
+    """``--gin_bindings "TEXT"`` for line ``line`` of gin's bindings string (the bindings joined by
+    newlines, the data flags' own bindings first), so the user sees which binding it was."""
+    lines = "\n".join(bindings).splitlines()
+    return f'--gin_bindings "{lines[line - 1].strip()}"' if 0 < line <= len(lines) else f"--gin_bindings line {line}"
 
 
 def gin_user_error(exc: BaseException, files: Sequence[str] = (),
@@ -288,17 +323,16 @@ def gin_user_error(exc: BaseException, files: Sequence[str] = (),
     if macro:
         defined, used_by = _macro_table()
         keys = used_by.get(macro[1], [])
-        return _error(f"macro %{macro[1]} is used but never defined{_suggest(macro[1], defined, '%')}",
-                         where=f"gin binding {keys[0]}" if keys else "gin")
+        return _undefined_macro_error(macro[1], f"gin binding {keys[0]}" if keys else "gin")
     if isinstance(exc, SyntaxError) and getattr(exc, "lineno", None):
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"--gin_bindings line {exc.lineno}"
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else _binding_site(bindings, exc.lineno)
         return _error(_tidy(exc.msg or message), where=where)
     located = _IN_FILE.search(message)
     in_bindings = _IN_BINDINGS.search(message)
     if located:
         where = f"{located['file']}:{located['line']}"
     elif in_bindings:
-        where = f"--gin_bindings line {in_bindings['line']}"
+        where = _binding_site(bindings, int(in_bindings["line"]))
     else:
         parsed = _parsed_file(frames)
         position = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], tuple) else None

@@ -46,6 +46,7 @@ from lever_jax.rerank.scores_file import compute_metrics
 from lever_jax.training import partitioning
 from lever_jax.training.checkpoints import Checkpointer
 from lever_jax.training.metric_sinks import MetricsWriter
+from lever_jax.training.model_mismatch import checkpoint_mismatch
 from lever_jax.training.preemption import PreemptionGuard
 from lever_jax.training.trainer import OptimizerConfig, Trainer
 
@@ -216,7 +217,7 @@ def _open_checkpoints(ckpt: Checkpointer, trainer: Trainer, seed: int, num_probl
     """(start step, state): the latest checkpoint's, else a fresh (optionally pretrained) init."""
     start = ckpt.latest_step()
     if start is not None:
-        state, data = ckpt.restore(start, trainer.abstract_state())
+        state, data = _restore(ckpt, start, trainer, ckpt.model_dir)
         if int(data.get("seed", seed)) != seed or int(data.get("num_problems", num_problems)) != num_problems:
             log.warning("resuming with a different seed or data (%s); the run will not replay exactly", data)
         log.info("resumed from step %d", start)
@@ -412,6 +413,15 @@ class _Loop:
                  "" if dev is None else f" ({self.best_metric} {dev.get(self.best_metric, float('nan')):.4f})")
 
 
+def _restore(ckpt: Checkpointer, step: int, trainer: Trainer, model_dir: str) -> tuple[Any, dict[str, Any]]:
+    """``ckpt.restore`` into the trainer's state; a checkpoint of another model (orbax's tree or
+    shape mismatch) is one UserError naming what differs from MODEL_DIR/config.gin."""
+    try:
+        return ckpt.restore(step, trainer.abstract_state())
+    except (ValueError, TypeError) as err:
+        raise checkpoint_mismatch(model_dir, trainer.model, step, err) from None
+
+
 def _restore_for_eval(model_dir: str, trainer: Trainer, best_metric: str, checkpoint_step: Any) -> tuple[int, Any]:
     ckpt = Checkpointer(model_dir, best_metric=best_metric, read_only=True)
     try:
@@ -427,7 +437,7 @@ def _restore_for_eval(model_dir: str, trainer: Trainer, best_metric: str, checkp
             step = int(checkpoint_step)
         if step is None:
             raise UserError(f"no checkpoint under {ckpt.directory} (train first, with the same MODEL_DIR)")
-        state, _ = ckpt.restore(step, trainer.abstract_state())
+        state = _restore(ckpt, step, trainer, model_dir)[0]
     finally:
         ckpt.close()
     return step, state
