@@ -18,7 +18,12 @@ OPTIONAL_MODULES = {
     "recognizers_number": "wikitq-build",
 }
 # Skips on what the kernel grants, not on what is installed: (file, reason).
-CAPABILITY_SKIPS = {("test_sandbox.py", "no mount namespace here")}
+CAPABILITY_SKIPS = {
+    ("test_sandbox.py", "no mount namespace here"),
+    ("test_sandbox.py", "no mount view here"),
+    ("test_sandbox_view.py", "no mount view here (needs root and mount namespaces)"),
+    ("test_sandbox_view.py", "no unshare(1) here"),
+}
 
 
 def _skips(path: Path) -> list[tuple[str, str]]:
