@@ -19,7 +19,6 @@ OPTIONAL_MODULES = {
 }
 # Skips on what the kernel grants, not on what is installed: (file, reason).
 CAPABILITY_SKIPS = {
-    ("test_sandbox.py", "no mount namespace here"),
     ("test_sandbox.py", "no mount view here"),
     ("test_sandbox_view.py", "no mount view here (needs root and mount namespaces)"),
     ("test_sandbox_view.py", "no unshare(1) here"),
