@@ -13,6 +13,7 @@ from lever_jax.data.jsonl import read_problems
 RAISES = "def add(a, b):\n    raise ValueError(a)"
 RIGHT = "def add(a, b):\n    return a + b"
 WRONG = "def add(a, b):\n    return a * b"
+HALF = "def add(a, b):\n    return 10 // (a - 1)"  # the first call raises, the second returns 10
 
 
 def _mbpp(pid: str) -> dict:
@@ -20,7 +21,7 @@ def _mbpp(pid: str) -> dict:
             "context": {"test_list": ["assert add(1, 2) == 3", "assert add(2, 5) == 7"], "test_setup_code": ""},
             "gold": RIGHT,
             "candidates": [{"program": RAISES, "gen_logprob": -1.0}, {"program": RIGHT, "gen_logprob": -3.0},
-                           {"program": WRONG, "gen_logprob": -5.0}]}
+                           {"program": WRONG, "gen_logprob": -5.0}, {"program": HALF, "gen_logprob": -2.0}]}
 
 
 def _execute(tmp_path, dataset: str, rows: list[dict], *extra: str) -> list:
@@ -33,11 +34,17 @@ def _execute(tmp_path, dataset: str, rows: list[dict], *extra: str) -> list:
 
 def test_mbpp_raising_calls_are_an_execution_error_that_ml_ep_prunes(tmp_path, capsys):
     problems = _execute(tmp_path, "mbpp", [_mbpp("m0"), _mbpp("m1")])
-    raises, right, wrong = (c.execution for c in problems[0].candidates)
+    raises, right, wrong, half = (c.execution for c in problems[0].candidates)
     assert raises.status == "error" and "ValueError: 1" in raises.error and not raises.correct
     assert raises.result_text == "# return: ERROR: tracing failed\n# return: ERROR: tracing failed"  # LEVER's input
     assert right.status == "ok" and right.correct and right.error is None
     assert wrong.status == "ok" and not wrong.correct  # a wrong value is a failed test, not an error
+    assert half.status == "error" and half.error == "test 0: ZeroDivisionError: integer division or modulo by zero"
+    # the verifier still reads LEVER's per-call lines: the call that returned shows its value
+    inputs = tmp_path / "inputs.jsonl"
+    assert cli_main(["inputs", "--input", str(tmp_path / "mbpp.executed.jsonl"), "--output", str(inputs)]) == 0
+    rows = [json.loads(line) for line in inputs.read_text().splitlines()]
+    assert rows[3]["input"].endswith("# execution\n# return: ERROR: tracing failed\n\n# return: (int)=10\n\n"), rows[3]
     metrics = tmp_path / "m.json"
     assert cli_main(["rerank", "--input", str(tmp_path / "mbpp.executed.jsonl"), "--metrics", str(metrics),
                      "--bootstrap", "20"]) == 0
