@@ -265,8 +265,8 @@ def _check_same_candidate(path: str | os.PathLike, where: str, cand: Mapping[str
         field, stored, executed = differs
         raise DataFileError(path, None, f"{where}.{field}",
                             f"problem {arrays.problem_ids[row]!r} candidate {col}: {field} is {stored!r} here but "
-                            f"{executed!r} in {source}: these scores were written for another candidate order or "
-                            f"other programs; score this executed file again")
+                            f"{executed!r} in {source}: these scores were written for another version of it (candidates "
+                            f"reordered, edited or re-executed); score this executed file again")
 
 
 def _finite_or_none(value: float) -> float | None:
