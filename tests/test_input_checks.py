@@ -92,3 +92,11 @@ def test_run_checks_its_whole_config_before_any_work(tmp_path, capsys, binding, 
     line = _one_error_line(capsys)
     assert field in line, line
     assert not out.exists()
+
+
+def test_run_refuses_a_blank_input_file(tmp_path, capsys):
+    blank = tmp_path / "blank.samples.jsonl"
+    blank.write_text("\n\n")
+    assert cli_main(["run", "--quick", "--input", str(blank), "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+    line = _one_error_line(capsys)
+    assert "RunConfig.input" in line and "blank.samples.jsonl" in line and "blank lines" in line, line

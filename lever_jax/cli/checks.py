@@ -55,23 +55,10 @@ def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty
             raise user_error(f"not a readable gzip file ({err})", where=where) from None
         if not head:
             raise user_error("empty file (gzip holds no data)", where=where)
-    if not _has_text(p):
+    from lever_jax.data.jsonl import has_content
+
+    if not has_content(p):
         raise user_error("no problems (the file holds only blank lines)", where=where)
-
-
-def _has_text(path: Path, chunk: int = 1 << 16) -> bool:
-    """Whether the (decompressed) file holds anything but whitespace; reads only up to the first."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    try:
-        with opener(path, "rb") as handle:  # type: ignore[operator]
-            while True:
-                block = handle.read(chunk)
-                if not block:
-                    return False
-                if block.strip():
-                    return True
-    except (OSError, EOFError):
-        return True  # unreadable content: the reader reports it with file and line
 
 
 def check_split(dataset: str, split: str | None, flag: str = "--split") -> None:

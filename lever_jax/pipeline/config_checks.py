@@ -9,8 +9,10 @@ from __future__ import annotations
 import numbers
 from typing import Any, Collection, Optional
 
-from lever_jax.cli.checks import check_input_file
+from pathlib import Path
+
 from lever_jax.data.errors import UserError
+from lever_jax.data.jsonl import has_content
 from lever_jax.pipeline.training_data import TRAIN_POOL_MODES
 
 
@@ -45,7 +47,11 @@ def check_run_config(cfg: Any, pools: Collection[str], ablations: Collection[str
     else:
         if not isinstance(cfg.input, str):
             raise _fail("input", cfg.input, "a file path")
-        check_input_file(cfg.input, flag="RunConfig.input")
+        path = Path(cfg.input)
+        if not path.is_file():
+            raise UserError(f"RunConfig.input: {path}: " + ("is a directory" if path.is_dir() else "no such file"))
+        if not has_content(path):
+            raise UserError(f"RunConfig.input: {path}: no problems (the file is empty or holds only blank lines)")
     _int(cfg, "max_problems", 1, optional=True)
     _int(cfg, "num_folds", 2)
     _int(cfg, "fold_seed", 0)
