@@ -285,7 +285,8 @@ def test_humaneval_executed_pool_matches_card() -> None:
     pool = list(jsonl.read_problems(path, require_execution=True))
     assert len(pool) == 164 and all(sum(c.count for c in p.candidates) == 100 for p in pool)
     pass1 = sum(sum(c.count for c in p.candidates if c.execution.correct) / 100 for p in pool) / 164
-    assert round(100 * pass1, 1) == round(stats["pass@1"], 1) == 22.1
+    assert round(100 * pass1, 1) == round(stats["pass@1"], 1) == 22.2  # the card's number (22.16)
+    assert abs(100 * pass1 - 22.1) < 0.1  # LEVER_NOTES' 22.1, up to the load-dependent 5 s time-outs
     assert sum(any(c.execution.correct for c in p.candidates) for p in pool) == stats["solvable_problems"] == 121
 
 

@@ -149,7 +149,8 @@ def test_mbpp_returns_keys_and_text(sandbox):
     assert gold.result_key == swapped.result_key != times.result_key
     assert gold.result_text == "# return: (int)=3\n# return: (int)=4"
     assert times.details["tests"][0]["passed"] is False and times.details["tests"][1]["passed"] is True
-    assert raising.status == "ok" and not raising.correct and is_error_key(raising.result_key)
+    assert raising.status == "error" and not raising.correct and is_error_key(raising.result_key)  # LEVER: a raising call
+    assert raising.error == "test 0: ValueError: 1"
     assert raising.result_text == "# return: ERROR: tracing failed\n# return: ERROR: tracing failed"
     assert broken.status == "error" and broken.result_text == "ERROR: program is not parsable"
 

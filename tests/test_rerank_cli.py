@@ -149,3 +149,39 @@ def test_rerank_wikitq_reports_both_checkers(tmp_path, capsys):
     assert "WikiTQ correctness: LEVER's relaxed check" in lever_part
     oracle = [line for line in out.splitlines() if line.startswith("| oracle")]
     assert len(oracle) == 2 and "| 100.0 |" in oracle[0] and "| 50.0 |" in oracle[1]
+
+
+def _reversed_pool(tmp_path, executed):
+    """The same problems with every candidate list reversed (what a re-export can do)."""
+    from lever_jax.data.jsonl import read_problems
+
+    problems = [p.replace(candidates=tuple(reversed(p.candidates))) for p in read_problems(executed)]
+    path = tmp_path / "reversed.jsonl"
+    write_problems(path, problems)
+    return path
+
+
+def test_scores_of_another_candidate_order_are_refused(tmp_path, executed, capsys):
+    ver = _scores(tmp_path, [("p0", [math.log(0.1), math.log(0.1), math.log(0.9)]), ("p1", [math.log(0.6), math.log(0.5)])])
+    written = tmp_path / "written.scores.json"
+    assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(ver), "--output", str(written),
+                     "--bootstrap", "20"]) == 0
+    doc = json.loads(written.read_text())
+    assert all(len(c["program_digest"]) == 16 for p in doc["problems"] for c in p["candidates"])
+    capsys.readouterr()
+    # the file `rerank --output` wrote reads back against its own executed file
+    assert cli.main(["rerank", "--input", str(executed), "--verifier-scores", str(written), "--bootstrap", "20"]) == 0
+    capsys.readouterr()
+    flipped = _reversed_pool(tmp_path, executed)
+    assert cli.main(["rerank", "--input", str(flipped), "--verifier-scores", str(written), "--bootstrap", "20"]) == 2
+    line = _one_error_line(capsys)
+    assert "written.scores.json" in line and "problems[0].candidates[0].program_digest" in line, line
+    assert "problem 'p0' candidate 0" in line and "reversed.jsonl" in line, line
+    # an older file without digests: the stored fields still catch the reorder
+    for problem in doc["problems"]:
+        for cand in problem["candidates"]:
+            del cand["program_digest"]
+    written.write_text(json.dumps(doc))
+    assert cli.main(["rerank", "--input", str(flipped), "--verifier-scores", str(written), "--bootstrap", "20"]) == 2
+    line = _one_error_line(capsys)
+    assert "problems[0].candidates[0].correct" in line and "problem 'p0' candidate 0" in line, line

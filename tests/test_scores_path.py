@@ -14,7 +14,7 @@ import pytest
 
 from lever_jax.cli.main import main as cli_main
 from lever_jax.data.arrays import problems_to_arrays
-from lever_jax.data.jsonl import read_problems, write_json
+from lever_jax.data.jsonl import read_problems, write_json, write_problems
 from lever_jax.inputs.examples import TaskSpec
 from lever_jax.inputs.feeds import load_eval_set
 from lever_jax.inputs.tokenizers import get_vocabulary
@@ -79,3 +79,18 @@ def test_subset_and_v1_files_are_read(tmp_path, eval_set, capsys):
     captured = capsys.readouterr()
     assert f"scores 2 of {eval_set.num_problems} problems" in captured.err
     assert "2 problems" in captured.out
+
+
+def test_eval_scores_are_refused_on_a_reordered_pool(tmp_path, eval_set, capsys):
+    """`eval`'s scores file pins each score to its program: the same problems with the candidate
+    order reversed are an error naming the first mismatching candidate, not a silent rerank."""
+    path = tmp_path / "eval.scores.json"
+    write_json(path, scores_file.eval_scores_document(eval_set, _verifier(eval_set), task="fixture"), indent=None)
+    problems = list(read_problems(FIXTURE, require_execution=True))
+    flipped = tmp_path / "flipped.executed.jsonl"
+    write_problems(flipped, [p.replace(candidates=tuple(reversed(p.candidates))) for p in problems])
+    first = next(i for i, p in enumerate(problems) if p.candidates[0].program != p.candidates[-1].program)
+    assert cli_main(["rerank", "--input", str(flipped), "--verifier-scores", str(path), "--bootstrap", "20"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"problems[{first}].candidates[0].program_digest" in err[0], err
+    assert f"problem {problems[first].problem_id!r} candidate 0" in err[0] and "flipped.executed.jsonl" in err[0]

@@ -27,7 +27,8 @@ def check_positive(flag: str, value: float | int | None, allow_none: bool = True
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty: bool = False) -> None:
-    """UserError unless ``path`` is a readable, non-empty file (a ``.gz`` must hold some bytes).
+    """UserError unless ``path`` is a readable file holding more than blank lines (a ``.gz``: once
+    decompressed).
     Remote paths (``gs://...``, lever_jax.data.paths) are checked for existence only."""
     where = f"{flag} {path}"
     from lever_jax.data import paths
@@ -55,6 +56,10 @@ def check_input_file(path: str | os.PathLike, flag: str = "--input", allow_empty
             raise user_error(f"not a readable gzip file ({err})", where=where) from None
         if not head:
             raise user_error("empty file (gzip holds no data)", where=where)
+    from lever_jax.data.jsonl import has_content
+
+    if not has_content(p):
+        raise user_error("no problems (the file holds only blank lines)", where=where)
 
 
 def check_split(dataset: str, split: str | None, flag: str = "--split") -> None:

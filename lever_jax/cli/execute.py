@@ -74,6 +74,9 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UserError(f"--executor-option: {err}") from None
     executor = get_executor(args.dataset, args.executor_options)
+    from lever_jax.execution.context_ids import check_context_ids
+
+    check_context_ids(args.input, args.dataset, getattr(executor, "db_root", None))  # before any sandbox work
     limits = Limits.for_timeout(args.timeout, executor, memory_mb=args.memory_mb)
     args.timeout = limits.timeout_s  # None became the executor's own; Beam reads args
     if args.runner == "beam":

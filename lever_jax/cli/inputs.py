@@ -58,6 +58,9 @@ def main(args: argparse.Namespace) -> int:
     if args.max_chars is not None and args.max_chars < 1:
         print("error: --max-chars must be positive", file=sys.stderr)
         return 2
+    from lever_jax.cli.checks import check_input_file
+
+    check_input_file(args.input)  # an empty or blank-only file is an error, not "wrote 0 inputs"
     options = SerializeOptions(include_program=not args.no_program, include_execution=not args.no_execution,
                                include_schema=args.include_schema, max_chars=args.max_chars,
                                style=args.style, truncation=args.truncation)

@@ -50,7 +50,7 @@ def _load(args: argparse.Namespace):
         raise DataFileError(args.input, None, None, str(err)) from None
     if not args.verifier_scores:
         return problems, arrays, None
-    verifier, covered = read_verifier_scores(args.verifier_scores, arrays)
+    verifier, covered = read_verifier_scores(args.verifier_scores, arrays, source=args.input)
     if not covered.any():
         raise DataFileError(args.verifier_scores, None, "problems",
                             f"scores none of the {arrays.num_problems} problems of {args.input}")

@@ -14,6 +14,7 @@ them the same way.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from typing import Sequence
 
@@ -46,6 +47,7 @@ class CandidateArrays:
     errored: np.ndarray  # bool[P, N]; execution status other than "ok"
     greedy_correct: np.ndarray  # f64[P]; NaN where the greedy decode is unknown
     errored_known: bool = True  # False when the source does not say which executions errored
+    digests: np.ndarray | None = None  # object[P, N]: program_digest of each candidate, "" on padding; None if unknown
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -66,9 +68,16 @@ class CandidateArrays:
         return CandidateArrays(
             problem_ids=tuple(self.problem_ids[int(r)] for r in rows),
             errored_known=self.errored_known,
+            digests=None if self.digests is None else self.digests[rows],
             **{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self)
-               if f.name not in ("problem_ids", "errored_known")},
+               if f.name not in ("problem_ids", "errored_known", "digests")},
         )
+
+
+def program_digest(program: str) -> str:
+    """A short fingerprint of a candidate's program text (the scores file stores it so that scores
+    are never applied to another program: reordered or edited candidates)."""
+    return hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def dense_ids_with_errors(keys: Sequence[object], errored: Sequence[bool]) -> list[int]:
@@ -124,6 +133,7 @@ def problems_to_arrays(problems: Sequence[Problem], max_candidates: int | None =
     mask = np.zeros(shape, bool)
     greedy = np.zeros(shape, bool)
     errored = np.zeros(shape, bool)
+    digests = np.full(shape, "", object)
     for row, problem in enumerate(problems):
         cands = problem.candidates[:width]
         for col, cand in enumerate(cands):
@@ -140,6 +150,7 @@ def problems_to_arrays(problems: Sequence[Problem], max_candidates: int | None =
             errored[row, col] = cand.execution.status != "ok"
             mask[row, col] = True
             greedy[row, col] = cand.is_greedy
+            digests[row, col] = program_digest(cand.program)
         row_ids = dense_ids_with_errors([c.execution.result_key for c in cands], errored[row, : len(cands)])
         ids[row, : len(cands)] = row_ids
     return CandidateArrays(
@@ -153,6 +164,7 @@ def problems_to_arrays(problems: Sequence[Problem], max_candidates: int | None =
         is_greedy=greedy,
         errored=errored,
         greedy_correct=_with_greedy_programs(_greedy_correct(greedy, correct, mask), problems),
+        digests=digests,
     )
 
 
@@ -168,6 +180,7 @@ def from_flat(
     errored: np.ndarray | None = None,
     is_greedy: np.ndarray | None = None,
     greedy_correct: np.ndarray | None = None,
+    program_digests: Sequence[str] | None = None,
 ) -> CandidateArrays:
     """CandidateArrays from flat per-candidate vectors; problem ``i`` owns ``offsets[i]:offsets[i+1]``.
 
@@ -176,7 +189,8 @@ def from_flat(
     default to all False when the source does not carry them (``errored=None`` also sets
     ``errored_known=False``, which leaves out the methods that need it). ``greedy_correct``
     (per problem, NaN where unknown) gives the verdict of greedy programs that are not candidates;
-    where it is NaN the ``is_greedy`` candidate decides.
+    where it is NaN the ``is_greedy`` candidate decides. ``program_digests`` (``program_digest``
+    per candidate) lets the scores file pin each score to its program.
     """
     offsets = np.asarray(offsets, np.int64)
     sizes = np.diff(offsets)
@@ -214,6 +228,7 @@ def from_flat(
         errored=pad(errored, False, bool),
         greedy_correct=_override(_greedy_correct(greedy_rows, correct_rows, mask), greedy_correct),
         errored_known=errored_known,
+        digests=None if program_digests is None else pad(np.asarray(program_digests, object), "", object),
     )
 
 

@@ -57,6 +57,21 @@ def open_text(path: PathLike, mode: str = "rt") -> IO[str]:
     return open(path, mode, encoding="utf-8")
 
 
+def has_content(path: PathLike, chunk: int = 1 << 16) -> bool:
+    """Whether a local file holds anything but whitespace (a ``.gz`` once decompressed); reads only
+    up to the first such byte. Unreadable content counts as content: the reader reports it."""
+    try:
+        with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as handle:
+            while True:
+                block = handle.read(chunk)
+                if not block:
+                    return False
+                if block.strip():
+                    return True
+    except (OSError, EOFError, zlib.error):
+        return True
+
+
 def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, decoded_object)`` for every non-blank line; 1-based line numbers."""
     if not paths.exists(path):

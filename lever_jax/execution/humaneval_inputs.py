@@ -140,6 +140,17 @@ def load_codet_tests() -> dict[str, list[str]]:
 def visible_asserts(problem: Problem, source: str = "docstring", codet: Mapping[str, Sequence[str]] | None = None,
                     max_calls: int = MAX_CALLS) -> list[str]:
     """The visible test asserts of a HumanEval problem (see the module doc); [] for ``hidden``."""
+    return [_as_assert(call, expected) for call, expected in visible_calls(problem, source, codet, max_calls)]
+
+
+def _as_assert(call: str, expected: str | None) -> str:
+    """``assert <call> == <expected>`` (``None`` when the expected value is unknown: only the return is used)."""
+    return f"assert {call} == {expected if expected is not None else 'None'}"
+
+
+def visible_calls(problem: Problem, source: str = "docstring", codet: Mapping[str, Sequence[str]] | None = None,
+                  max_calls: int = MAX_CALLS) -> list[tuple[str, str | None]]:
+    """``[(call, expected literal or None)]`` behind :func:`visible_asserts`."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
     if source == "hidden":
@@ -154,8 +165,7 @@ def visible_asserts(problem: Problem, source: str = "docstring", codet: Mapping[
     seen: dict[str, str | None] = {}
     for call, expected in calls:
         seen.setdefault(call, expected)
-    return [f"assert {call} == {expected if expected is not None else 'None'}"
-            for call, expected in list(seen.items())[:max_calls]]
+    return list(seen.items())[:max_calls]
 
 
 def visible_problem(problem: Problem, asserts: Sequence[str]) -> Problem:
@@ -163,12 +173,20 @@ def visible_problem(problem: Problem, asserts: Sequence[str]) -> Problem:
     return problem.replace(dataset="mbpp", context={"test_list": list(asserts), "test_setup_code": ""})
 
 
-def combine(hidden: Execution, visible: Execution, source: str) -> Execution:
-    """The visible run's key, text and per-call details with the hidden tests' verdict."""
+def combine(hidden: Execution, visible: Execution, source: str, may_raise: frozenset[int] = frozenset()) -> Execution:
+    """The visible run's status, key, text and per-call details with the hidden tests' verdict.
+
+    The status is the visible run's (what a deployed system can see: a visible call that raises
+    makes it ``error``, as LEVER's MBPP), except that calls in ``may_raise`` (examples whose
+    documented outcome is not a value, e.g. ``f(0, 'a') ➞ error``) may raise in an ``ok`` program."""
     details = dict(visible.details or {})
     details["hidden"] = {"status": hidden.status, "correct": hidden.correct, "error": hidden.error,
                          "passed": (hidden.details or {}).get("passed")}
     details["verifier_inputs"] = source
+    tests = details.get("tests") or []
+    raised = [i for i, t in enumerate(tests) if isinstance(t, dict) and t.get("raised")]
+    if visible.status == "error" and tests and raised and set(raised) <= may_raise:
+        return dataclasses.replace(visible, status="ok", error=None, correct=hidden.correct, details=details)
     return dataclasses.replace(visible, correct=hidden.correct, details=details)
 
 
@@ -195,12 +213,15 @@ def execute_like_for_like(problems: Iterable[Problem], sandbox: Any, cache: Any 
                     c.execution, details={**dict(c.execution.details or {}), "verifier_inputs": "hidden"}))
                 for c in problem.candidates))
         return
-    visible_in = [visible_problem(p, visible_asserts(p, source, codet, max_calls)) for p in problems]
+    calls = [visible_calls(p, source, codet, max_calls) for p in problems]
+    visible_in = [visible_problem(p, [_as_assert(c, e) for c, e in pc]) for p, pc in zip(problems, calls)]
     visible = execute_problems(visible_in, MBPPExecutor(), sandbox, cache, progress=progress, stats=stats)
-    for original, h, v in zip(problems, hidden, visible):
-        candidates = tuple(dataclasses.replace(c, execution=combine(hc.execution, vc.execution, source))
+    for original, h, v, pc in zip(problems, hidden, visible, calls):
+        may_raise = frozenset(i for i, (_, expected) in enumerate(pc) if expected is None)
+        candidates = tuple(dataclasses.replace(c, execution=combine(hc.execution, vc.execution, source, may_raise))
                            for c, hc, vc in zip(original.candidates, h.candidates, v.candidates))
         greedy = original.greedy  # the problem-level greedy program (data contract), judged alike
         if greedy is not None and h.greedy is not None and v.greedy is not None:
-            greedy = dataclasses.replace(greedy, execution=combine(h.greedy.execution, v.greedy.execution, source))
+            greedy = dataclasses.replace(greedy, execution=combine(h.greedy.execution, v.greedy.execution, source,
+                                                                   may_raise))
         yield original.replace(candidates=candidates, greedy=greedy)

@@ -13,6 +13,9 @@ split run the old way inside the child and are flagged (``details.tests[i].judge
 ``details.unverified_tests``). Each call runs once per test (LEVER runs the program twice).
 
 * correct iff the program ran and every test passed;
+* status ``error`` (LEVER's MBPP execution error) when the program fails, or when any test call
+  raises (the first one in ``error``, every one in ``details.tests[i].error``); a call that returns
+  a wrong value, or a value that is not plain data, is a failed test of an ``ok`` program;
 * result_key: the canonical key of the tuple of return values when every test call returned,
   else a unique error key (such programs never group, as in LEVER);
 * result_text, as LEVER's MBPP verifier input: one ``# return: (type)=value`` line per test
@@ -34,7 +37,7 @@ from lever_jax.execution.base import SandboxResult, Task
 from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.execution.judge import TestPlan, judge, plan_test
 
-VERSION = "pytests-2"
+VERSION = "pytests-3"  # 3: a test call that raises makes the execution an error (LEVER)
 VALUE_CHARS = 300
 _CLOSE_FUNCS = {"isclose", "allclose", "abs", "set", "sorted", "round", "float", "int", "str", "list", "tuple"}
 _RET = "__lever_return_value__"
@@ -241,6 +244,8 @@ def judge_test(plan: TestPlan, entry: Any) -> dict[str, Any]:
             raise BadResult("a legacy test record is malformed")
         out = {"passed": entry["passed"], "returned": entry["returned"], "judge": "child",
                "error": None if entry.get("error") is None else _s(entry.get("error"), "error")}
+        # a bare ``check(f)`` failing its asserts is a failed test; any other exception is the program's
+        out["raised"] = not entry["returned"] and out["error"] is not None and not out["error"].startswith("AssertionError")
         if entry["returned"]:
             out.update(type=_s(entry.get("type"), "type"), value=_s(entry.get("value"), "value"),
                        key=_s(entry.get("key"), "key"))
@@ -270,7 +275,7 @@ def judge_test(plan: TestPlan, entry: Any) -> dict[str, Any]:
                            key=_s(answer.get("key"), "key"))
             return out
         else:
-            out["error"] = _s(answer.get("error"), "error")
+            out.update(error=_s(answer.get("error"), "error"), raised=True)
             return out
     if len(values) != len(plan.calls):
         raise BadResult("a test record has the wrong number of answers")
@@ -318,9 +323,15 @@ class _TestsExecutor:
         passed = bool(tests) and all(t["passed"] for t in tests)
         key = canonical_key(tuple(t.get("key") for t in tests)) if all_returned else error_key
         text = "\n".join(_return_line(t) for t in tests)
-        details = {"tests": [{k: t.get(k) for k in ("passed", "type", "value", "error", "judge")} for t in tests],
+        details = {"tests": [{**{k: t.get(k) for k in ("passed", "type", "value", "error", "judge")},
+                              "raised": bool(t.get("raised"))} for t in tests],
                    "passed": sum(t["passed"] for t in tests),
                    "unverified_tests": sum(t["judge"] == "child" for t in tests)}
+        raised = next((i for i, t in enumerate(tests) if t.get("raised")), None)
+        if raised is not None:  # LEVER: a test call that raises makes the program's execution an error
+            error = f"test {raised}: {tests[raised]['error']}"
+            return Execution(status="error", result_key=error_key, result_text=text, error=error, correct=False,
+                             details=details)
         return Execution(status="ok", result_key=key, result_text=text, error=None, correct=passed, details=details)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from lever_jax.data.arrays import program_digest
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.inputs.serialize import lower_code
 from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_examples, frame_ids, pad_to, task_problems
@@ -287,6 +288,7 @@ class EvalSet:
     errored: Optional[np.ndarray] = None  # bool per candidate: execution status is not 'ok'
     is_greedy: Optional[np.ndarray] = None  # bool per candidate: the pool's greedy sample
     greedy_correct: Optional[np.ndarray] = None  # f64 per problem: its problem-level greedy program's verdict, NaN if none
+    program_digests: Optional[list[str]] = None  # per candidate: data.arrays.program_digest of its program
 
     @property
     def num_problems(self) -> int:
@@ -315,7 +317,7 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
     """All candidates of `spec` tokenised with the numpy pipeline's framing."""
     ids, offsets, rows = [], [0], []
     fields: dict[str, list] = {k: [] for k in ("labels", "gen_logprob", "num_tokens", "result_ids", "counts",
-                                                "errored", "is_greedy")}
+                                                "errored", "is_greedy", "digests")}
     has_lp, greedy_correct = [], []
     for index, problem in enumerate(iter_spec_problems(spec)):
         if max_problems is not None and len(ids) >= max_problems:
@@ -330,6 +332,7 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
         for ex, cand in zip(examples, problem.candidates):
             fields["errored"].append(cand.execution is not None and cand.execution.status != "ok")
             fields["is_greedy"].append(bool(cand.is_greedy))
+            fields["digests"].append(program_digest(cand.program))
             framed = frame_ids(tok.encode(ex["inputs"]), inputs_length, spec.side(options),
                                tok.bos_id, tok.eos_id)
             rows.append(pad_to(framed, inputs_length, tok.pad_id))
@@ -350,5 +353,5 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                    counts=np.asarray(fields["counts"], np.int32),
                    has_gen_logprob=np.asarray(has_lp, bool),
                    errored=np.asarray(fields["errored"], bool), is_greedy=np.asarray(fields["is_greedy"], bool),
-                   greedy_correct=np.asarray(greedy_correct, np.float64))
+                   greedy_correct=np.asarray(greedy_correct, np.float64), program_digests=fields["digests"])
 

@@ -262,7 +262,8 @@ def python_execution_text(problem: Problem, candidate: Candidate) -> str:
     if _recorded(execution):  # imported from LEVER's files: already LEVER's block
         return execution.result_text if execution.status == "ok" else f"{execution.result_text}\n\n"
     tests = (execution.details or {}).get("tests")
-    if execution.status == "ok" and isinstance(tests, list) and tests:
+    # per call, also when a call raised (status error since pytests-3: the program itself ran)
+    if execution.status in ("ok", "error") and isinstance(tests, list) and tests:
         return "".join(f"# return: {_return_value(t)}\n\n" for t in tests)
     if execution.status == "ok":  # no per-test details (older files): the executor's lines
         lines = [line for line in execution.result_text.split("\n") if line.strip()]

@@ -29,6 +29,8 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 import gin
 import numpy as np
 
+from lever_jax.execution.context_ids import check_context_ids
+from lever_jax.pipeline.config_checks import check_run_config
 from lever_jax.rerank import methods, plots, pool_rows, report, statistics
 from lever_jax.rerank import table as method_table
 from lever_jax.pipeline import gsm8k_features
@@ -180,6 +182,7 @@ def _execute(cfg: RunConfig, out: Path, samples: Path, dataset: str, name: str,
     from lever_jax.execution.sandbox import Sandbox
 
     executor = get_executor(dataset, executor_options)
+    check_context_ids(samples, dataset, getattr(executor, "db_root", None))  # unknown db / table: exit 2, nothing run
     limits = execution_limits(cfg, executor)
     target = Path(cfg.executed_dir or out / "executed") / f"{name}-{cfg.max_problems or 'all'}.executed.jsonl.gz"
     stamp = target.with_suffix(".json")
@@ -333,11 +336,7 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     """Run the whole pipeline into ``out_dir``; returns metrics.json's content."""
     t_start = time.time()
     cfg = config
-    if cfg.ablation not in ABLATIONS:
-        raise ValueError(f"ablation must be one of {ABLATIONS}, got {cfg.ablation!r}")
-    if cfg.verifier not in VERIFIERS:
-        raise ValueError(f"RunConfig.verifier must be one of {VERIFIERS}, got {cfg.verifier!r}")
-    protocols.check_protocol(cfg.protocol, cfg.train_pool, cfg.train_input, cfg.train_pool_mode)
+    check_run_config(cfg, POOLS, ABLATIONS, VERIFIERS)  # the whole config, before any work (UserError: exit 2)
     cfg = dataclasses.replace(cfg, num_folds=protocols.num_folds(cfg.protocol, cfg.num_folds))
     if cfg.ablation == "no_exec":
         head = dataclasses.replace(head, use_result=False)

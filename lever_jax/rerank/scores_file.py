@@ -6,7 +6,8 @@ Layout (documented in docs/data_format.md, "Scores file")::
     {"format": "lever-jax/scores/v2", "gen_normalize": "sum" | "mean",
      "methods": [method keys, lever_jax.rerank.table.METHODS order], ...metadata (task, ...),
      "problems": [{"problem_id": str,
-                   "candidates": [{"candidate_index": int, "gen_logprob": float | null,
+                   "candidates": [{"candidate_index": int, "program_digest": str,
+                                   "gen_logprob": float | null,
                                    "verifier_logprob": float | null, "group": int, "count": int,
                                    "correct": bool, "errored": bool (when known),
                                    "score": float | null, "group_score": float | null}],
@@ -15,7 +16,9 @@ Layout (documented in docs/data_format.md, "Scores file")::
 
 ``gen_logprob`` is the log P_LM LEVER's score used (after normalisation / count fallback);
 ``verifier_logprob``, ``score`` and ``group_score`` are present only with verifier scores; null
-stands for -inf / NaN. The reader also accepts v1 files (``lever-jax/scores/v1`` or no tag, with
+stands for -inf / NaN. ``program_digest`` (``data.arrays.program_digest``) pins each score to its
+program: reading the file against an executed file checks digest, count, correct and gen_logprob
+of every candidate (the ones a file has; older files have no digest) and refuses a mismatch. The reader also accepts v1 files (``lever-jax/scores/v1`` or no tag, with
 ``index`` instead of ``candidate_index``).
 """
 from __future__ import annotations
@@ -62,7 +65,8 @@ def arrays_from_eval_set(eval_set: Any) -> CandidateArrays:
         num_tokens=eval_set.num_tokens, counts=eval_set.counts, result_ids=eval_set.result_ids,
         correct=np.asarray(eval_set.labels).astype(bool),
         errored=getattr(eval_set, "errored", None), is_greedy=getattr(eval_set, "is_greedy", None),
-        greedy_correct=getattr(eval_set, "greedy_correct", None))
+        greedy_correct=getattr(eval_set, "greedy_correct", None),
+        program_digests=getattr(eval_set, "program_digests", None))
 
 
 def _to_rows(eval_set: Any, arrays: CandidateArrays, values: np.ndarray) -> np.ndarray:
@@ -126,6 +130,8 @@ def scores_document(
             }
             if arrays.errored_known:
                 entry["errored"] = bool(arrays.errored[row, col])
+            if arrays.digests is not None:
+                entry["program_digest"] = str(arrays.digests[row, col])
             if ver is not None:
                 entry["verifier_logprob"] = _finite_or_none(ver[row, col])
                 entry["score"] = _finite_or_none(cand_scores[row, col])  # type: ignore[index]
@@ -188,12 +194,16 @@ def load_scores(path: str | os.PathLike) -> dict[str, Any]:
     return doc
 
 
-def read_verifier_scores(path: str | os.PathLike, arrays: CandidateArrays) -> tuple[np.ndarray, np.ndarray]:
+def read_verifier_scores(path: str | os.PathLike, arrays: CandidateArrays,
+                         source: str = "the executed file") -> tuple[np.ndarray, np.ndarray]:
     """Verifier log-probs aligned to ``arrays`` -> (f32[P, N] log P(yes), bool[P] problems covered).
 
     Problems absent from the file are not covered (the caller reranks the covered subset); a
-    covered problem must score every one of its candidates."""
+    covered problem must score every one of its candidates, and every candidate's stored
+    program_digest / count / correct / gen_logprob must match ``arrays`` (read from ``source``):
+    scores of a reordered or edited pool are refused, never applied to the wrong programs."""
     doc = load_scores(path)
+    gen = table_lib.gen_logprob_for_rerank(arrays, doc.get("gen_normalize") == "mean")
     out = np.full(arrays.shape, np.nan, np.float32)
     row_of = {pid: i for i, pid in enumerate(arrays.problem_ids)}
     covered = np.zeros(arrays.num_problems, bool)
@@ -212,6 +222,7 @@ def read_verifier_scores(path: str | os.PathLike, arrays: CandidateArrays) -> tu
             if not 0 <= col < arrays.shape[1] or not arrays.mask[row, col]:
                 raise DataFileError(path, None, f"{where}.candidates[{j}].candidate_index",
                                     f"{col} is not a candidate of problem {problem['problem_id']!r} in the executed file")
+            _check_same_candidate(path, f"{where}.candidates[{j}]", cand, arrays, row, col, gen, source)
             value = cand.get("verifier_logprob", math.nan)
             if value is None:
                 value = -math.inf
@@ -225,6 +236,37 @@ def read_verifier_scores(path: str | os.PathLike, arrays: CandidateArrays) -> tu
         raise DataFileError(path, None, "verifier_logprob",
                             f"missing for {int(missing.sum())} candidates (first: {arrays.problem_ids[row]!r} #{col})")
     return np.where(arrays.mask, out, -np.inf).astype(np.float32), covered
+
+
+def _stored_vs_executed(cand: Mapping[str, Any], arrays: CandidateArrays, row: int, col: int,
+                        gen: np.ndarray) -> Optional[tuple[str, Any, Any]]:
+    """The first of program_digest / count / correct / gen_logprob that the scores file stores
+    for this candidate and that differs from the executed pool: (field, stored, executed)."""
+    if "program_digest" in cand and arrays.digests is not None and cand["program_digest"] != arrays.digests[row, col]:
+        return "program_digest", cand["program_digest"], str(arrays.digests[row, col])
+    for field, executed in (("count", int(arrays.counts[row, col])), ("correct", bool(arrays.correct[row, col]))):
+        if field in cand and cand[field] != executed:
+            return field, cand[field], executed
+    if "gen_logprob" in cand:
+        stored, executed_lp = cand["gen_logprob"], _finite_or_none(gen[row, col])
+        if not isinstance(stored, (int, float, type(None))) or isinstance(stored, bool):
+            return "gen_logprob", stored, executed_lp
+        if (stored is None) != (executed_lp is None) or (
+                stored is not None and not math.isclose(stored, executed_lp, rel_tol=1e-5, abs_tol=1e-4)):
+            return "gen_logprob", stored, executed_lp
+    return None
+
+
+def _check_same_candidate(path: str | os.PathLike, where: str, cand: Mapping[str, Any], arrays: CandidateArrays,
+                          row: int, col: int, gen: np.ndarray, source: str) -> None:
+    """DataFileError naming problem, candidate and field when the scored candidate is not the executed one."""
+    differs = _stored_vs_executed(cand, arrays, row, col, gen)
+    if differs is not None:
+        field, stored, executed = differs
+        raise DataFileError(path, None, f"{where}.{field}",
+                            f"problem {arrays.problem_ids[row]!r} candidate {col}: {field} is {stored!r} here but "
+                            f"{executed!r} in {source}: these scores were written for another version of it (candidates "
+                            f"reordered, edited or re-executed); score this executed file again")
 
 
 def _finite_or_none(value: float) -> float | None:
