@@ -50,7 +50,8 @@ def test_run_refuses_an_unknown_spider_database_before_executing(tmp_path, monke
     samples = tmp_path / "mine.samples.jsonl"
     samples.write_text(json.dumps(_sql_problem("a", "spider", "db_id", "concert_singr")) + "\n")
     out = tmp_path / "run"
-    assert cli_main(["run", "--quick", "--input", str(samples), "--out", str(out), "--no-progress"]) == 2
+    assert cli_main(["run", "--quick", "--input", str(samples), "--out", str(out), "--no-progress",
+                     "--gin_bindings", "HeadConfig.use_candidate_features = False"]) == 2
     line = _one_error_line(capsys)
     assert "mine.samples.jsonl:1: field 'context.db_id'" in line and "did you mean 'concert_singer'" in line, line
     assert not (out / "executed").exists()
