@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from lever_jax.data.paths import staged
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.models import hf_import
 from lever_jax.models.configs import encoder_config
@@ -159,9 +160,8 @@ def encode_cached(encoder_factory, config: FeatureConfig, segment: str, texts: S
                    disable=not progress, smoothing=0.1)
         for i in missing:
             vectors = encoder.encode(chunks[i], max_len, keep, progress=bar)
-            tmp = paths[i].with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, vectors)
-            os.replace(tmp, paths[i])
+            with staged(paths[i]) as tmp, open(tmp, "wb") as handle:
+                np.save(handle, vectors)
         bar.close()
     table = np.concatenate([np.load(p) for p in paths], axis=0) if paths else np.zeros((0, 1), np.float32)
     index = {t: i for i, t in enumerate(unique)}

@@ -16,12 +16,12 @@ verifier's checkpoint, not the heads').
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
+from lever_jax.data import paths
 from lever_jax.pipeline.encoder_features import PoolFeatures
 from lever_jax.pipeline.head import HeadConfig, HeadTrainer
 
@@ -69,8 +69,6 @@ def cached_fold_offsets(path: Path, trainer: HeadTrainer, rows: Mapping[str, np.
     if path.exists():
         return np.load(path)
     offsets = fold_offsets(trainer, rows, fold, inner_folds)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
-    np.save(tmp, offsets)
-    os.replace(tmp, path)
+    with paths.staged(path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, offsets)
     return offsets

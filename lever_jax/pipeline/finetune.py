@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -37,6 +36,7 @@ import optax
 from flax import linen as nn
 
 from lever_jax.pipeline import gsm8k_features
+from lever_jax.data.paths import staged
 from lever_jax.data.schema import Problem
 from lever_jax.data.progress import progress_bar
 from lever_jax.pipeline.encoder_features import program_text, result_text, segment_tokens
@@ -188,10 +188,8 @@ def cached_states(config: FinetuneConfig, part: str, texts: Sequence[str], max_l
                        unit="text", disable=not progress or not missing, smoothing=0.1)
     for i in missing:
         states = encoder().encode(chunks[i], max_len, keep, config.encode_batch_size, bar)
-        paths[i].parent.mkdir(parents=True, exist_ok=True)
-        tmp = paths[i].with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez(tmp, data=states.data, start=states.start)
-        os.replace(tmp, paths[i])
+        with staged(paths[i]) as tmp, open(tmp, "wb") as handle:
+            np.savez(handle, data=states.data, start=states.start)
     bar.close()
     loaded = []
     for path in paths:

@@ -13,12 +13,12 @@ interrupted fold resumes from its latest orbax checkpoint (runs.train does that)
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from lever_jax.data import paths
 from lever_jax.data.jsonl import write_json, write_problems
 from lever_jax.data.schema import Problem
 
@@ -68,9 +68,8 @@ def train_fold(problems: Sequence[Problem], rows: dict[str, np.ndarray], width: 
                             output=str(scores_json))
     held_ids = [problems[i].problem_id for i in rows["heldout"]]
     scores = read_scores(scores_json, held_ids, width)
-    tmp = fold_dir / f"scores.{os.getpid()}.tmp.npy"
-    np.save(tmp, scores)
-    os.replace(tmp, scores_path)
+    with paths.staged(scores_path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, scores)
     write_json(fold_dir / "fold.json", {"held_out": int(len(rows["heldout"])), "train": int(len(rows["train"])),
                                         "dev": int(len(rows["dev"])), "best_step": metrics.get("checkpoint_step"),
                                         "last_train_record": train_record,

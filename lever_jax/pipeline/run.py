@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence
 import gin
 import numpy as np
 
+from lever_jax.data import paths
 from lever_jax.execution.context_ids import check_context_ids
 from lever_jax.pipeline.config_checks import check_run_config
 from lever_jax.rerank import methods, plots, pool_rows, report, statistics
@@ -269,9 +270,8 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
         state, _ = ckpt.restore(best, abstract_like(state))
         best_metrics = ckpt.metrics(best) or {}
     scores = trainer.score(jax.device_get(state[0]), held)
-    tmp = fold_dir / f"scores.{os.getpid()}.tmp.npy"
-    np.save(tmp, scores)
-    os.replace(tmp, scores_path)
+    with paths.staged(scores_path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, scores)
     write_json(fold_dir / "fold.json", {"fold": fold, "held_out": int(len(held)), "train": int(len(train)),
                                         "dev": int(len(dev)), "best_step": best, **best_metrics})
     return scores
@@ -616,7 +616,4 @@ def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[st
               ", ".join(f"{k} {val}" for k, val in doc["versions"].items()), "",
               f"Generated {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
               "settings in run_config.json and config.gin.", ""]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    os.replace(tmp, path)
+    paths.write_text_atomic(path, "\n".join(lines))

@@ -11,17 +11,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from lever_jax.data import paths
 from lever_jax.rerank.statistics import Reliability  # noqa: E402
 from lever_jax.rerank.report import METHOD_LABELS  # noqa: E402
 
 
 def _save(fig, path: str | os.PathLike) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    with paths.staged(path) as tmp:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight", format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
-    os.replace(tmp, path)
 
 
 LINESTYLES = ("-", "--", ":", "-.")
