@@ -52,7 +52,7 @@ setup(
     license="MIT",
     python_requires=">=3.11",  # the pins (jax 0.10, numpy 2.4, scipy 1.17) need 3.11
     # gin_configs/ (top level, as the design card says) ships inside the package as
-    # lever_jax/gin_configs/, where lever_jax.training.runs.gin_search_paths finds it after a
+    # lever_jax/gin_configs/, where lever_jax.training.launch.gin_search_paths finds it after a
     # non-editable install; in a checkout the top-level folder is used.
     packages=find_packages(include=["lever_jax", "lever_jax.*", "tasks", "tasks.*"])
     + ["lever_jax.gin_configs", "lever_jax.gin_configs.models", "lever_jax.gin_configs.runs",

@@ -10,12 +10,9 @@ information, - program, - aggregation, - P_LM; written to OUT/paper_tables.md / 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.errors import UserError  # noqa: E402
-from lever_jax.pipeline import paper_tables  # noqa: E402
+from lever_jax.data.errors import UserError
+from lever_jax.pipeline import paper_tables
 
 if __name__ == "__main__":
     argv = sys.argv[1:]

@@ -15,16 +15,13 @@ import itertools
 import os
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from lever_jax.inputs.feeds import serialize  # noqa: E402
-from lever_jax.data.bundled import bundled_path  # noqa: E402
-from lever_jax.data.jsonl import read_problems  # noqa: E402
-from lever_jax.pipeline.encoder_features import FeatureConfig, FrozenEncoder, program_text  # noqa: E402
+from lever_jax.inputs import serialize
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.jsonl import read_problems
+from lever_jax.pipeline.encoder_features import FeatureConfig, FrozenEncoder, program_text
 
 
 def main() -> int:

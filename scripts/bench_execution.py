@@ -44,12 +44,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.schema import Candidate, Problem  # noqa: E402
-from lever_jax.execution.base import Limits, Task  # noqa: E402
-from lever_jax.execution.registry import get_executor  # noqa: E402
-from lever_jax.execution.sandbox import Sandbox  # noqa: E402
+from lever_jax.data.schema import Candidate, Problem
+from lever_jax.execution.base import Limits, Task
+from lever_jax.execution.registry import get_executor
+from lever_jax.execution.sandbox import Sandbox
 
 TIMEOUT_S = 10.0
 
@@ -270,8 +268,7 @@ def _run_pool(kind: str, dataset: str, pairs: list[tuple[Problem, Candidate]], w
 
 def main() -> int:
     if "--runner" in sys.argv or any(a.startswith("--runner=") for a in sys.argv):  # Beam vs local at scale
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_execution_beam import main as beam_main
+        from bench_execution_beam import main as beam_main  # the sibling script
 
         return beam_main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -25,11 +25,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.jsonl import read_problems, write_problems  # noqa: E402
-from lever_jax.data.schema import Problem  # noqa: E402
-from lever_jax.execution.base import Limits  # noqa: E402
+from lever_jax.data.jsonl import read_problems, write_problems
+from lever_jax.data.schema import Problem
+from lever_jax.execution.base import Limits
 
 POOLS = ("code002.samples.jsonl.gz", "other_llms.samples.jsonl.gz")
 POOL_OPTIONS = {"convention": "faithful_cot"}  # the bundled pools' conventions (registry.EXECUTOR_OPTIONS)

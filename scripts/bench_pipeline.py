@@ -27,14 +27,12 @@ import time
 from itertools import islice
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 if hasattr(os, "sched_setaffinity"):
     cpus = sorted(os.sched_getaffinity(0))[:2]
     os.sched_setaffinity(0, cpus)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("LEVER_JAX_NO_AUTO_REGISTER", "1")
-
+# imported after the CPU / TensorFlow settings above
 import numpy as np  # noqa: E402
 
 from lever_jax.inputs.batching import batch_features, encode_example, frame_ids  # noqa: E402

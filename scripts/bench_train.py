@@ -164,7 +164,7 @@ def bench_torch(tokens: np.ndarray, labels: np.ndarray, args: argparse.Namespace
                      "params": int(sum(t.numel() for t in model.parameters()))}}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--problems", type=int, default=2)
     parser.add_argument("--candidates", type=int, default=4)
@@ -192,12 +192,9 @@ def main() -> None:
     parser.add_argument("--jax_accum", type=int, default=1,
                         help="--real_lengths: our step as this many packed micro-batches (gradients accumulated)")
     parser.add_argument("--json", default=None, help="write the results here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.real_lengths:
-        import sys
-
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from bench_train_real import bench_real
+        from bench_train_real import bench_real  # the sibling script (this script's folder is on the path)
 
         res = bench_real(args)
         print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))

@@ -215,3 +215,11 @@ def bench_real(args) -> dict:
     res["ratio_train"] = res["jax"]["candidates_per_s"] / res["torch"]["candidates_per_s"]
     res["load_avg_end"] = os.getloadavg()
     return res
+
+
+if __name__ == "__main__":  # the flags live in bench_train.py: this is its --real_lengths mode
+    import sys
+
+    from bench_train import main
+
+    main(["--real_lengths", *sys.argv[1:]])

@@ -32,12 +32,10 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data import jsonl  # noqa: E402
-from lever_jax.data.bundled import bundled_path  # noqa: E402
-from lever_jax.data.datasets import gsm8k  # noqa: E402
-from lever_jax.data.schema import Candidate, Execution, Problem  # noqa: E402
+from lever_jax.data import jsonl
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.datasets import gsm8k
+from lever_jax.data.schema import Candidate, Execution, Problem
 
 CODE002_SETTINGS = (
     "code002_NL+SL",  # the standard greedy Faithful-CoT setting: marked is_greedy

@@ -23,12 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data import jsonl  # noqa: E402
-from lever_jax.data.bundled import bundled_path  # noqa: E402
-from lever_jax.data.datasets import humaneval  # noqa: E402
-from lever_jax.data.schema import Candidate, Problem  # noqa: E402
+from lever_jax.data import jsonl
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.datasets import humaneval
+from lever_jax.data.schema import Candidate, Problem
 
 SAMPLES_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
 TESTS_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"

@@ -41,15 +41,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from lever_jax.data import jsonl
+from lever_jax.data.binder_tables import write_binder_db
+from lever_jax.data.datasets.wikitq_binder import table_id_from_context
+from lever_jax.data.schema import Candidate, Problem
+from lever_jax.execution.binder_sql import has_neural_call
+from lever_jax.execution.wikitq_match import tsv_unescape_list
 
-from lever_jax.data import jsonl  # noqa: E402
-from lever_jax.data.binder_tables import write_binder_db  # noqa: E402
-from lever_jax.data.datasets.wikitq_binder import table_id_from_context  # noqa: E402
-from lever_jax.data.schema import Candidate, Problem  # noqa: E402
-from lever_jax.execution.binder_sql import has_neural_call  # noqa: E402
-from lever_jax.execution.wikitq_match import tsv_unescape_list  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "lever_jax" / "data" / "bundled" / "wikitq_binder"
 SOURCE_TAG = "binder:gpt-3.5_t0.4"

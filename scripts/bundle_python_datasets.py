@@ -16,11 +16,9 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data import jsonl  # noqa: E402
-from lever_jax.data.bundled import bundled_path  # noqa: E402
-from lever_jax.data.datasets import gsm8k, humaneval, mbpp  # noqa: E402
+from lever_jax.data import jsonl
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.datasets import gsm8k, humaneval, mbpp
 
 
 def _copy(src: Path, dest: Path) -> None:

@@ -22,12 +22,11 @@ import sys
 import tarfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from lever_jax.data.datasets.wikitq import lever_column_names
+from lever_jax.data.jsonl import write_json, write_json_lines
+from lever_jax.execution.wikitq_match import approximate_canon, tsv_unescape_list
 
-from lever_jax.data.datasets.wikitq import lever_column_names  # noqa: E402
-from lever_jax.data.jsonl import write_json, write_json_lines  # noqa: E402
-from lever_jax.execution.wikitq_match import approximate_canon, tsv_unescape_list  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "lever_jax" / "data" / "bundled"
 

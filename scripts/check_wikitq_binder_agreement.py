@@ -18,11 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.bundled import bundled_path  # noqa: E402
-from lever_jax.data.jsonl import iter_json_lines, read_problems  # noqa: E402
-from lever_jax.data.result_keys import canonical_key  # noqa: E402
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.jsonl import iter_json_lines, read_problems
+from lever_jax.data.result_keys import canonical_key
 
 ERROR = "<error>"
 

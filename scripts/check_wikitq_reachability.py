@@ -19,13 +19,11 @@ import sqlite3
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.datasets import wikitq  # noqa: E402
-from lever_jax.data.jsonl import write_json  # noqa: E402
-from lever_jax.data.spider_db import default_db_root  # noqa: E402
-from lever_jax.execution import wikitq_match as wm  # noqa: E402
-from lever_jax.execution.sql import connect_readonly, create_view  # noqa: E402
+from lever_jax.data.datasets import wikitq
+from lever_jax.data.jsonl import write_json
+from lever_jax.data.spider_db import default_db_root
+from lever_jax.execution import wikitq_match as wm
+from lever_jax.execution.sql import connect_readonly, create_view
 
 
 def table_values(db_path: Path) -> tuple[list, int, bool]:

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from lever_jax.rerank import methods
-from lever_jax.pipeline import gsm8k_features  # noqa: E402
-from lever_jax.data.arrays import problems_to_arrays  # noqa: E402
-from lever_jax.data.jsonl import read_problems  # noqa: E402
+from lever_jax.pipeline import gsm8k_features
+from lever_jax.data.arrays import problems_to_arrays
+from lever_jax.data.jsonl import read_problems
 
 
 def main(argv: list[str] | None = None) -> int:

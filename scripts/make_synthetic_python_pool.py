@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data import jsonl  # noqa: E402
-from lever_jax.data.datasets import load_problems  # noqa: E402
-from lever_jax.data.mutations_python import synthetic_problems  # noqa: E402
+from lever_jax.data import jsonl
+from lever_jax.data.datasets import load_problems
+from lever_jax.data.mutations_python import synthetic_problems
 
 
 def main(argv: list[str] | None = None) -> int:

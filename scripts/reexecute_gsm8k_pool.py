@@ -14,11 +14,8 @@ import argparse
 import collections
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.jsonl import read_problems  # noqa: E402
+from lever_jax.data.jsonl import read_problems
 
 TOLERANCE = 1e-4
 

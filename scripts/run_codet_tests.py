@@ -18,14 +18,11 @@ import gzip
 import json
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data import jsonl  # noqa: E402
-from lever_jax.data.bundled import bundled_path  # noqa: E402
-from lever_jax.data.schema import Problem  # noqa: E402
+from lever_jax.data import jsonl
+from lever_jax.data.bundled import bundled_path
+from lever_jax.data.schema import Problem
 
 
 def load_tests() -> dict[str, list[str]]:

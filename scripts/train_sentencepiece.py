@@ -25,12 +25,11 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from lever_jax.data.jsonl import read_problems, write_json
+from lever_jax.inputs.serialize import serialize, target_text
+from lever_jax.inputs.examples import bundled_pool_files
 
-from lever_jax.data.jsonl import read_problems, write_json  # noqa: E402
-from lever_jax.inputs.serialize import serialize, target_text  # noqa: E402
-from lever_jax.inputs.examples import bundled_pool_files  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def executed_inputs(path: Path) -> Iterator[str]:

@@ -17,12 +17,10 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from lever_jax.data.datasets import spider  # noqa: E402
-from lever_jax.data.jsonl import write_json  # noqa: E402
-from lever_jax.data.spider_db import default_db_root, prepare_spider, spider_db_path  # noqa: E402
-from lever_jax.execution.sql import run_sql_task  # noqa: E402
+from lever_jax.data.datasets import spider
+from lever_jax.data.jsonl import write_json
+from lever_jax.data.spider_db import default_db_root, prepare_spider, spider_db_path
+from lever_jax.execution.sql import run_sql_task
 
 
 def check(problems, root: Path, gold_of=None, timeout_s: float = 30.0) -> dict:

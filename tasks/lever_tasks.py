@@ -6,16 +6,21 @@ Registration (:func:`register_lever_tasks`, also run once at import with the def
   ``discover_specs.data_dir``, or env ``LEVER_JAX_DATA_DIR``) and the bundled pools
   (``lever_jax/data/bundled/<dataset>_pool/<pool>.executed.jsonl.gz``) become
   ``lever_verify_{dataset}_{split}`` (e.g. ``lever_verify_gsm8k_pool_code002``);
-- k-fold pools (``*_pool``) also get ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,eval}`` and,
-  for the default pool (``code002``; HumanEval ``codegen16b``), ``lever_verify_gsm8k_pool_fold{i}_{train,eval}``
-  (fold of a problem: ``lever_jax.inputs.examples.fold_of``, a sha256 of seed and problem id;
-  5 folds, seed 0 unless ``discover_specs.num_folds`` / ``fold_seed`` say otherwise);
+- k-fold pools (``*_pool``) also get ``lever_verify_gsm8k_pool_{pool}_fold{i}_{train,dev,eval}`` and,
+  for the default pool (``lever_jax.inputs.examples.DEFAULT_POOLS``: GSM8k ``code002``, HumanEval
+  ``codegen16b_docstring``; or a folder's only pool), ``lever_verify_gsm8k_pool_fold{i}_{train,dev,eval}``
+  (the folds of ``lever_jax.data.folds``, the same as `lever-jax run`'s: a seeded permutation of the
+  file's sorted problem ids dealt round-robin, a dev slice of the other folds; 5 folds, seed 0, dev
+  fraction 0.1 unless ``discover_specs.num_folds`` / ``fold_seed`` / ``dev_fraction`` say otherwise);
 - mixture ``lever_verify_all_train``: every training task (split ``train``), equal rates
   (registered only when at least one exists).
 
-Gin: tasks are registered at import, before a gin file's bindings are parsed; call
-``register_lever_tasks()`` again after parsing (vocabulary and serialisation options are read
-lazily, when a dataset is built, so only a changed data dir or fold setting needs it). Set
+This is the task module that users and gin files import, as in t5x (lever_jax never imports it):
+``lever-jax train --task_module tasks.lever_tasks`` (with ``train.pipeline='seqio'``) imports it
+after the gin files are parsed, so the import-time registration sees their ``discover_specs.*``
+bindings. Imported before gin is parsed (``import tasks.lever_tasks`` in a gin file, or your own
+code), call ``register_lever_tasks()`` again after parsing (vocabulary and serialisation options are
+read lazily, when a dataset is built, so only a changed data dir or fold setting needs it). Set
 ``LEVER_JAX_NO_AUTO_REGISTER=1`` to skip the import-time registration.
 
 The task name fixes the data; any seqio split name ('train', 'validation', 'test') yields it.
@@ -27,8 +32,9 @@ Pre-tokenising large pools: the tasks carry a ``seqio.CacheDatasetPlaceholder`` 
 (before the length-dependent framing), so ``python -m seqio.scripts.cache_tasks_main
 --module_import=tasks.lever_tasks --tasks=NAME --output_cache_dir=DIR`` caches them with Apache Beam
 (DirectRunner locally, Dataflow by ``--pipeline_options``); ``LEVER_JAX_SEQIO_CACHE_DIR=DIR`` makes
-``get_dataset(use_cached=True)`` read them (:func:`cached_dir`). The cache records the vocabulary:
-reading it under another one is an error, not silently wrong ids.
+``get_dataset(use_cached=True)`` read them (:func:`lever_jax.seqio.feeds.cached_dir`, also importable
+from here). The cache records the vocabulary: reading it under another one is an error, not silently
+wrong ids.
 Evaluation: score metric :func:`lever_jax.rerank.grouping.make_rerank_metric_fn` (GSM8k: length-
 normalised generation log-prob, as LEVER); it needs only a ``score_fn`` in ``seqio.Evaluator``.
 """
@@ -43,6 +49,8 @@ import seqio
 import tensorflow as tf
 
 from lever_jax.rerank.grouping import make_rerank_metric_fn, verifier_postprocess
+# CACHE_DIR_ENV and cached_dir are this module's API too (lever_jax.seqio.feeds holds them)
+from lever_jax.seqio.feeds import CACHE_DIR_ENV, add_env_cache_dirs, cached_dir  # noqa: F401
 from lever_jax.seqio.vocab import GinVocabulary, seqio_vocabulary
 from lever_jax.inputs.serialize import SerializeOptions
 from lever_jax.inputs.examples import TaskSpec, discover_specs, iter_examples
@@ -50,7 +58,6 @@ from tasks.preprocessors import EXAMPLE_SIGNATURE, frame_verifier_inputs, tokeni
 
 SEQIO_SPLITS = ("train", "validation", "test")
 TRAIN_MIXTURE = "lever_verify_all_train"
-CACHE_DIR_ENV = "LEVER_JAX_SEQIO_CACHE_DIR"
 REGISTERED_SPECS: dict[str, TaskSpec] = {}
 
 
@@ -134,25 +141,7 @@ def spec_of(task_name: str) -> TaskSpec:
         raise KeyError(f"no lever task {task_name!r}; registered: {', '.join(sorted(REGISTERED_SPECS)) or 'none'}") from None
 
 
-def cached_dir(task_name: str) -> str | None:
-    """Where seqio found ``task_name`` pre-tokenised by ``seqio.scripts.cache_tasks_main`` (under a
-    ``$LEVER_JAX_SEQIO_CACHE_DIR`` directory or ``seqio.add_global_cache_dirs``); None: not cached.
-    Read it with ``task.get_dataset(..., use_cached=True)``; the cached examples are shuffled, so
-    sort by (``problem_index``, ``candidate_index``) for the uncached order."""
-    task = seqio.get_mixture_or_task(task_name)
-    if not getattr(task, "supports_caching", False):
-        return None
-    return task.cache_dir
-
-
-def _add_cache_dirs() -> None:
-    """``LEVER_JAX_SEQIO_CACHE_DIR`` (comma-separated) joins seqio's global cache directories."""
-    dirs = [d for d in os.environ.get(CACHE_DIR_ENV, "").split(",") if d.strip()]
-    if dirs:
-        seqio.add_global_cache_dirs(dirs)
-
-
-_add_cache_dirs()
+add_env_cache_dirs()
 # Register what is visible at import time (env var + bundled pools); call register_lever_tasks()
 # again after changing LEVER_JAX_DATA_DIR or gin bindings.
 if os.environ.get("LEVER_JAX_NO_AUTO_REGISTER") != "1":

@@ -1,6 +1,8 @@
-"""The ground-floor modules import jax + numpy only: no TensorFlow, SeqIO or torch."""
+"""Import hygiene: the ground-floor modules import jax + numpy only (no TensorFlow, SeqIO or torch),
+and every first-party package and lever_jax subpackage imports only what sits below it."""
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -21,8 +23,9 @@ def test_scoring_baselines_metrics_import_no_heavy_frameworks():
 
 
 # Data flows one way: (sampling ->) data -> execution -> inputs -> models / training -> rerank;
-# pipeline composes them; seqio and cli sit on top. A subpackage may import only from the ones
-# listed for it.
+# pipeline composes them; cli sits on top. seqio is the TensorFlow twin of inputs (its task
+# features and the SeqIO feed): only training's seqio pipeline and cli reach it, lazily. A
+# subpackage may import only from the ones listed for it.
 ALLOWED_IMPORTS = {
     "data": set(),
     "sampling": {"data"},
@@ -30,34 +33,88 @@ ALLOWED_IMPORTS = {
     "inputs": {"data", "execution"},
     "models": {"data"},
     "rerank": {"data"},
-    "training": {"data", "inputs", "models", "rerank"},
-    "pipeline": {"data", "execution", "inputs", "models", "rerank", "training"},
     "seqio": {"data", "inputs", "rerank"},
+    "training": {"data", "inputs", "models", "rerank", "seqio"},
+    "pipeline": {"data", "execution", "inputs", "models", "rerank", "training"},
     "cli": {"data", "execution", "inputs", "models", "rerank", "training", "pipeline", "seqio", "sampling"},
 }
+# The first-party top-level packages, bottom to top: the library, the SeqIO task module that gin
+# files and users import (t5x's layout), the scripts, the tests. Each may import itself and the
+# ones listed; nothing below imports what sits above it.
+TOP_LEVEL_IMPORTS = {
+    "lever_jax": set(),
+    "tasks": {"lever_jax"},
+    "scripts": {"lever_jax", "tasks"},
+    "tests": {"lever_jax", "tasks", "scripts"},
+}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _first_party(name: str) -> str | None:
+    """The first-party top-level package a dotted module name belongs to (a script imports a
+    sibling script by its bare name), or None for a third-party / standard module."""
+    head = name.split(".")[0]
+    if head in TOP_LEVEL_IMPORTS:
+        return head
+    return "scripts" if (REPO / "scripts" / f"{head}.py").is_file() else None
+
+
+def _imported_names(path: Path) -> list[str]:
+    """Every module ``path`` imports: import statements (relative ones resolved, lazy ones in
+    functions too) and ``importlib.import_module`` / ``__import__`` of a literal name."""
+    package = list(path.relative_to(REPO).with_suffix("").parts[:-1])
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            names += [module] if node.module else [f"{module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) and ast.unparse(node.func) in (
+                    "importlib.import_module", "import_module", "__import__"):
+            names.append(node.args[0].value)
+    return names
+
+
+def _python_files(top: str) -> list[Path]:
+    return sorted((REPO / top).rglob("*.py"))
 
 
 def test_every_subpackage_has_import_rules():
-    root = Path(__file__).resolve().parent.parent / "lever_jax"
-    packages = {p.parent.name for p in root.glob("*/__init__.py")}
+    packages = {p.parent.name for p in (REPO / "lever_jax").glob("*/__init__.py")}
     assert packages - set(ALLOWED_IMPORTS) == set(), "a new subpackage needs its row in ALLOWED_IMPORTS"
 
 
-def test_subpackages_import_only_downstream():
-    import ast
+def test_every_first_party_package_has_import_rules():
+    tops = {p.parent.name for p in REPO.glob("*/__init__.py")} | {"scripts"}
+    assert tops - set(TOP_LEVEL_IMPORTS) == set(), "a new top-level package needs its row in TOP_LEVEL_IMPORTS"
 
-    root = Path(__file__).resolve().parent.parent / "lever_jax"
+
+def test_first_party_packages_import_only_downward():
+    """``tasks`` may import lever_jax; nothing in lever_jax imports ``tasks``, ``scripts`` or ``tests``."""
     bad = []
-    for path in root.rglob("*.py"):
+    for top, allowed in TOP_LEVEL_IMPORTS.items():
+        for path in _python_files(top):
+            for name in _imported_names(path):
+                owner = _first_party(name)
+                if owner is not None and owner != top and owner not in allowed:
+                    bad.append(f"{path.relative_to(REPO)} imports {name}")
+    assert not bad, bad
+
+
+def test_subpackages_import_only_downstream():
+    root = REPO / "lever_jax"
+    bad = []
+    for path in _python_files("lever_jax"):
         rel = path.relative_to(root).parts
         if len(rel) < 2 or rel[0] not in ALLOWED_IMPORTS:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "lever_jax" and len(parts) > 1 and parts[1] != rel[0] \
-                        and parts[1] not in ALLOWED_IMPORTS[rel[0]]:
-                    bad.append(f"{path.relative_to(root)} imports {name}")
+        for name in _imported_names(path):
+            parts = name.split(".")
+            if parts[0] == "lever_jax" and len(parts) > 1 and parts[1] != rel[0] \
+                    and parts[1] not in ALLOWED_IMPORTS[rel[0]]:
+                bad.append(f"{path.relative_to(root)} imports {name}")
     assert not bad, bad
+

@@ -40,7 +40,7 @@ READ = textwrap.dedent(f"""
         return sorted(out, key=lambda e: (e["problem_index"], e["candidate_index"]))
 
     result = {{"cached_dir": cached_dir({TASK!r}), "plain": rows(False), "cached": rows(True)}}
-    from lever_jax.inputs.feeds import seqio_problems  # what `lever-jax train` reads: the cache here
+    from lever_jax.seqio.feeds import seqio_problems  # what `lever-jax train` reads: the cache here
     result["feed"] = [[p.index, p.tokens] for p in seqio_problems({TASK!r}, 64)]
     gin.parse_config("get_vocabulary.name = 'spm'")
     try:

@@ -174,8 +174,10 @@ def test_calibration_error():
 
 def test_seqio_and_numpy_inputs_give_the_same_problems():
     pytest.importorskip("seqio")
-    from lever_jax.inputs.feeds import numpy_problems, resolve_task, seqio_problems
+    import tasks.lever_tasks  # noqa: F401 (the task module registers the tasks)
+    from lever_jax.inputs.feeds import numpy_problems, resolve_task
     from lever_jax.inputs.tokenizers import get_vocabulary
+    from lever_jax.seqio.feeds import seqio_problems
 
     import gin
 

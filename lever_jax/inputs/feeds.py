@@ -1,10 +1,10 @@
 """Trainer inputs from verifier tasks: problem-grouped train batches and flat eval sets.
 
 Two pipelines give the same token ids (the SeqIO tasks mirror lever_jax.inputs.batching):
-  'numpy'  TF-free: task specs from lever_jax.inputs.examples, framing from numpy_pipeline
-           (default; CPU/CI).
-  'seqio'  the registered SeqIO task (tasks/lever_tasks.py), iterated once to numpy, then
-           grouped by problem.
+  'numpy'  TF-free, here: task specs from lever_jax.inputs.examples, framing from
+           lever_jax.inputs.batching (default; CPU/CI).
+  'seqio'  lever_jax.seqio.feeds: the registered SeqIO task (registered by a task module such as
+           tasks/lever_tasks.py), iterated once to numpy, then grouped by problem.
 Either way training batches come from a `ProblemBatcher` (deterministic in (seed, step), so a
 resumed run sees the batches it would have seen) and hosts load only their rows
 (`partitioning.host_batch_slice`).
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -188,32 +188,6 @@ def problem_list_examples(problems: Sequence[Problem], tok: TextTokenizer, input
             out.append(ProblemExamples.from_examples(index, examples,
                                                      frame_examples(examples, tok, inputs_length, spec.side(options))))
     return out
-
-
-def seqio_problems(task_name: str, inputs_length: int,
-                   max_problems: Optional[int] = None) -> list[ProblemExamples]:
-    """Tokenised problems read through the registered SeqIO task (imports TensorFlow); from its
-    ``seqio.scripts.cache_tasks_main`` cache when one exists (``tasks.lever_tasks.cached_dir``),
-    put back in the uncached order (the cache stores examples shuffled)."""
-    import seqio
-
-    from tasks.lever_tasks import cached_dir  # importing registers the tasks
-
-    task = seqio.get_mixture_or_task(task_name)
-    use_cached = cached_dir(task_name) is not None
-    ds = task.get_dataset(sequence_length={"inputs": inputs_length, "targets": 1},
-                          split="train", shuffle=False, use_cached=use_cached)
-    examples: Iterable[dict[str, Any]] = ds.as_numpy_iterator()
-    if use_cached:
-        examples = sorted(examples, key=lambda ex: (int(ex["problem_index"]), int(ex["candidate_index"])))
-    grouped: dict[int, list[dict[str, Any]]] = {}
-    for ex in examples:
-        index = int(ex["problem_index"])
-        if index not in grouped and max_problems is not None and len(grouped) >= max_problems:
-            break
-        grouped.setdefault(index, []).append(ex)
-    return [ProblemExamples.from_examples(index, exs, [ex["inputs"] for ex in exs])
-            for index, exs in grouped.items()]
 
 
 class TrainBatcher(ProblemBatcher):

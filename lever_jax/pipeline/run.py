@@ -35,7 +35,6 @@ from lever_jax.pipeline.config_checks import check_run_config
 from lever_jax.rerank import methods, plots, pool_rows, report, statistics
 from lever_jax.rerank import table as method_table
 from lever_jax.pipeline import gsm8k_features
-from lever_jax.training import checkpoints  # noqa: F401 (gin registration before parsing)
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.bundled import bundled_path
 from lever_jax.data.errors import UserError

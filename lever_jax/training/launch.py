@@ -3,10 +3,12 @@ logging set-up, and the two entry points (the run bodies are lever_jax.training.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import math
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import gin
 import jax
@@ -43,6 +45,9 @@ def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     else:
         parser.add_argument("--train_file", default=None, help="executed file to train on (sets TRAIN_FILE)")
         parser.add_argument("--dev_file", default=None, help="executed file for checkpoint selection (DEV_FILE)")
+        parser.add_argument("--task_module", action="append", default=[],
+                            help="module that registers SeqIO tasks, imported after the gin files (repeatable; "
+                            "train.pipeline='seqio' needs one: tasks.lever_tasks)")
     return parser
 
 
@@ -98,6 +103,18 @@ def parse_gin_files(files: list[str], bindings: list[str], extra_paths: list[str
     parse_gin_config(files, bindings, allow_unused=macros_referenced_in(*(r / "gin_configs" for r in roots)))
 
 
+def import_task_modules(modules: Sequence[str]) -> None:
+    """Import the modules that register SeqIO tasks (t5x's task modules, e.g. ``tasks.lever_tasks``)
+    after gin is parsed, so that their import-time registration sees the gin bindings
+    (``discover_specs.*``); the parsed config is locked, so their configurables are added unlocked."""
+    for name in modules:
+        try:
+            with gin.unlock_config():
+                importlib.import_module(name)
+        except ImportError as err:
+            raise UserError(f"--task_module {name}: cannot import it: {err}") from None
+
+
 def parse_gin(args: argparse.Namespace) -> None:
     """Parse the command's gin files, data flags and --gin_bindings."""
     if not args.gin_file:
@@ -129,6 +146,7 @@ def setup(args: argparse.Namespace) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     setup(args)
+    import_task_modules(args.task_module)
     record = train(argv_note=f"\n# flags: {' '.join(sys.argv[1:])}\n")
     if "preempted_at_step" in record and jax.process_index() == 0:
         print(f"preempted: checkpoint saved at step {int(record['preempted_at_step'])}; "

@@ -38,7 +38,7 @@ import numpy as np
 from lever_jax.data import paths
 from lever_jax.data.errors import UserError
 from lever_jax.inputs.examples import TaskSpec, file_spec
-from lever_jax.inputs.feeds import TrainBatcher, load_eval_set, numpy_problems, resolve_task, seqio_problems
+from lever_jax.inputs.feeds import TrainBatcher, load_eval_set, numpy_problems, resolve_task
 from lever_jax.inputs.tokenizers import TextTokenizer, get_vocabulary
 from lever_jax.models.configs import LossConfig
 from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
@@ -229,6 +229,21 @@ def _open_checkpoints(ckpt: Checkpointer, trainer: Trainer, seed: int, num_probl
     return 0, state
 
 
+def _check_pipeline(pipeline: str, train_task: Optional[str], numpy_only: bool) -> None:
+    """train.pipeline's value, and for 'seqio' that only a registered SeqIO task is asked for: a task
+    that no task module registered (--task_module tasks.lever_tasks) is one line before the model
+    is built. ``numpy_only``: any of the settings that need the numpy pipeline is set."""
+    if pipeline not in ("numpy", "seqio"):
+        raise UserError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
+    if pipeline == "seqio" and numpy_only:
+        raise UserError("train.pipeline='seqio' reads registered SeqIO tasks only: train.add_gold, "
+                        "train.data_dir and TRAIN_FILE / DEV_FILE need pipeline='numpy'")
+    if pipeline == "seqio" and train_task:
+        from lever_jax.seqio.feeds import registered_task  # imports TensorFlow
+
+        registered_task(train_task)
+
+
 @gin.configurable(module="lever_jax.training.runs", denylist=["argv_note"])
 def train(
     model_dir: str = gin.REQUIRED,
@@ -273,11 +288,7 @@ def train(
     default: gin ``discover_specs.data_dir`` / ``$LEVER_JAX_DATA_DIR``, then the bundled pools)."""
     paths.require(model_dir)  # a gs:// MODEL_DIR without gcsfs: one line now, not after loading the data
     length = _inputs_length(task_feature_lengths, inputs_length)
-    if pipeline not in ("numpy", "seqio"):
-        raise UserError(f"train.pipeline must be 'numpy' or 'seqio', got {pipeline!r}")
-    if pipeline == "seqio" and (add_gold or data_dir or train_file or dev_file):
-        raise UserError("train.pipeline='seqio' reads registered SeqIO tasks only: train.add_gold, "
-                        "train.data_dir and TRAIN_FILE / DEV_FILE need pipeline='numpy'")
+    _check_pipeline(pipeline, train_task, bool(add_gold or data_dir or train_file or dev_file))
     spec, dev_spec = data_specs(train_task, train_file, dev_task, dev_file, dev_fraction, seed, data_dir)
     model_dir_path = paths.location(model_dir)  # a local Path or a URL (gs://...): lever_jax.data.paths
     lead = jax.process_index() == 0
@@ -299,6 +310,8 @@ def train(
         problems = numpy_problems(spec, tok, length, add_gold=add_gold, gold_mode=gold_mode,
                                   max_problems=max_train_problems)
     else:
+        from lever_jax.seqio.feeds import seqio_problems  # imports TensorFlow
+
         problems = seqio_problems(train_task, length, max_problems=max_train_problems)
     batcher = TrainBatcher(problems, tok, length, problems_per_batch, candidates_per_problem, seed,
                            tokens_key=model.tokens_key,
