@@ -79,14 +79,17 @@ def test_collided_rows_take_the_compact_block_and_the_batch_path():
 
 
 def test_dense_group_ids_widths_and_shapes():
-    """Rank words: one (N <= 32), several with the select chain, more than 8 (gather); 1-D
-    input; an empty batch; a single candidate."""
+    """Rank words: one (N <= 32), several with the select chain, more than 8 (gather); tables of
+    int8 (N <= 127), int16 and int32 positions; 1-D input; an empty batch; a single candidate."""
     rng = np.random.default_rng(5)
-    for batch, width in ((5, 1), (7, 32), (9, 33), (20, 100), (12, 300)):
+    for batch, width in ((5, 1), (7, 32), (9, 33), (20, 100), (3, 127), (3, 128), (12, 300)):
         bits = (2 * width - 1).bit_length()
         for kind in KINDS:
             ids = np.stack([_row(kind, width, rng, bits) for _ in range(batch)])
             _check(ids, rng.random((batch, width)) < 0.8)
+    for kind in ("few", "distinct", "extreme"):
+        ids = _row(kind, 40_000, rng, 17)[None]
+        _check(ids, rng.random(ids.shape) < 0.9)
     row = np.array([7, 7, -2, 7, 3], np.int32)
     assert np.asarray(scoring.dense_group_ids(row, np.array([0, 1, 1, 1, 1], bool))).tolist() == [-1, 0, 1, 0, 2]
     assert np.asarray(scoring.dense_group_ids(np.zeros((0, 4), np.int32), np.zeros((0, 4), bool))).shape == (0, 4)

@@ -14,7 +14,8 @@ How (XLA:CPU costs measured in BENCHMARKS.md; sorts and ``N x N`` comparisons we
 2. The rows left unresolved (hash collisions) are gathered into a block of at most ``B // 8``
    rows (at least 8) and finished there with further rounds of linear probing (``while_loop``);
    when more rows are left than fit, the rounds run over the whole batch instead (``lax.cond``).
-   Every round resolves at least one id per claimed slot, so the loop ends.
+   Every round resolves at least one id per claimed slot, so the loop ends. The tables hold
+   positions in the narrowest int type (int8 up to N = 127).
 3. ``first appearance -> rank`` counts the first appearances before each one: 32-bit words of
    first-appearance flags and ``population_count`` (one fused pass; ``cumsum`` is slower here).
 """
@@ -31,6 +32,15 @@ _COMPACT_DIVISOR = 8  # unresolved rows after round 0 are finished in a block of
 _COMPACT_MIN_ROWS = 8
 
 
+def _table_dtype(width: int) -> jnp.dtype:
+    """Narrowest int type holding positions ``0..width`` (``width`` marks an empty slot): a
+    smaller table is cheaper to fill and to scatter into (int8: ~2 ms less at 10,000 x 100)."""
+    for dtype in (jnp.int8, jnp.int16):
+        if width <= jnp.iinfo(dtype).max:
+            return dtype
+    return jnp.int32
+
+
 def _probe_round(
     ids: jax.Array, home: jax.Array, todo: jax.Array, first: jax.Array, table: jax.Array,
     step: jax.Array | int, size: int,
@@ -43,9 +53,10 @@ def _probe_round(
     pos = jnp.arange(width, dtype=jnp.int32)
     base = (jnp.arange(batch, dtype=jnp.int32) * size)[:, None]
     slot = jnp.where(todo, base + ((home + step) & (size - 1)), total)  # resolved: dropped
-    table = table.at[slot.reshape(-1)].min(jnp.broadcast_to(pos, ids.shape).reshape(-1), mode="drop")
+    claims = jnp.broadcast_to(pos, ids.shape).reshape(-1).astype(table.dtype)
+    table = table.at[slot.reshape(-1)].min(claims, mode="drop")
     owner = table.at[jnp.minimum(slot, total - 1).reshape(-1)].get(mode="promise_in_bounds")
-    owner = owner.reshape(batch, width)
+    owner = owner.reshape(batch, width).astype(jnp.int32)
     owner_id = jnp.take_along_axis(ids, jnp.clip(owner, 0, width - 1), axis=1, mode="promise_in_bounds")
     won = todo & (owner_id == ids)
     return table, jnp.where(won, owner, first), todo & ~won
@@ -58,7 +69,7 @@ def _probe_until_done(ids: jax.Array, home: jax.Array, todo: jax.Array, first: j
         table, first, todo = _probe_round(ids, home, todo, first, table, step, size)
         return step + 1, table, first, todo
 
-    table = jnp.full((ids.shape[0] * size,), ids.shape[1], jnp.int32)
+    table = jnp.full((ids.shape[0] * size,), ids.shape[1], _table_dtype(ids.shape[1]))
     init = (jnp.int32(1), table, first, todo)
     return jax.lax.while_loop(lambda state: jnp.any(state[3]), body, init)[2]
 
@@ -124,7 +135,7 @@ def dense_group_ids(result_ids: jax.Array, mask: jax.Array) -> jax.Array:
     size = 1 << bits
     pos = jnp.broadcast_to(jnp.arange(width, dtype=jnp.int32), (batch, width))
     home = ((ids.astype(jnp.uint32) * jnp.uint32(_HASH_MULTIPLIER)) >> jnp.uint32(32 - bits)).astype(jnp.int32)
-    table = jnp.full((batch * size,), width, jnp.int32)
+    table = jnp.full((batch * size,), width, _table_dtype(width))
     _, first, todo = _probe_round(ids, home, mask, pos, table, 0, size)
     first = _finish_unresolved(ids, home, todo, first, size)
     rank = _first_appearance_rank(first, mask & (first == pos))
