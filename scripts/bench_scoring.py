@@ -11,7 +11,9 @@ Compares, on random pools with realistic group sizes (3-10 result groups per row
 Compile time is reported separately (first call); steady-state times are medians over --repeats
 interleaved rounds (every method once per round, so all see the same background load), with
 block_until_ready; wall and process CPU time are both reported (CPU time is steadier on a shared
-machine). Slow references run on a subset of rows and are scaled linearly (stated).
+machine). Each timed call follows one untimed call of the same method: a call right after the
+N x N path (which frees ~400 MB of [B, N, N] temporaries) measured ~15 ms more CPU at 10,000 x 100,
+whatever the method, which once made dense_group_ids + the dense path look dearer than its parts. Slow references run on a subset of rows and are scaled linearly (stated).
 
     nice .venv/bin/python scripts/bench_scoring.py [--sizes 1319x50,10000x100] [--repeats 11]
         [--ref-rows 1000] [--breakdown]
@@ -103,6 +105,33 @@ def sort_numbering(result_ids: jax.Array, mask: jax.Array) -> jax.Array:
 
 
 @jax.jit
+def hash_loop_numbering(result_ids: jax.Array, mask: jax.Array) -> jax.Array:
+    """The previous dense_group_ids (every probing round over the whole batch, cumsum rank)."""
+    batch, width = result_ids.shape
+    bits = max(1, (2 * width - 1).bit_length())
+    size, total = 1 << bits, batch * (1 << bits)
+    ids = result_ids.astype(jnp.int32)
+    pos = jnp.broadcast_to(jnp.arange(width, dtype=jnp.int32), (batch, width))
+    home = ((ids.astype(jnp.uint32) * jnp.uint32(2654435761)) >> jnp.uint32(32 - bits)).astype(jnp.int32)
+    base = (jnp.arange(batch, dtype=jnp.int32) * size)[:, None]
+
+    def body(state):
+        step, table, first, todo = state
+        slot = jnp.where(todo, base + ((home + step) & (size - 1)), total)
+        table = table.at[slot.reshape(-1)].min(pos.reshape(-1), mode="drop")
+        owner = table.at[jnp.minimum(slot, total - 1).reshape(-1)].get(mode="promise_in_bounds")
+        owner = owner.reshape(batch, width)
+        won = todo & (jnp.take_along_axis(ids, jnp.clip(owner, 0, width - 1), axis=1) == ids)
+        return step + 1, table, jnp.where(won, owner, first), todo & ~won
+
+    init = (jnp.int32(0), jnp.full((total,), width, jnp.int32), pos, mask)
+    _, _, first, _ = jax.lax.while_loop(lambda state: jnp.any(state[3]), body, init)
+    is_first = mask & (first == pos)
+    rank = jnp.cumsum(is_first.astype(jnp.int32), axis=1) - 1
+    return jnp.where(mask, jnp.take_along_axis(rank, first, axis=1), -1)
+
+
+@jax.jit
 def fused_pass(gen: jax.Array, ver: jax.Array, ids: jax.Array, mask: jax.Array) -> jax.Array:
     """The floor: one elementwise + argmax pass reading the same four inputs."""
     return jnp.argmax(jnp.where(mask & (ids >= 0), gen + ver, -jnp.inf), axis=-1)
@@ -129,6 +158,10 @@ def bench(batch: int, width: int, repeats: int, ref_rows: int) -> list[str]:
             g, v, scoring.dense_group_ids(arbitrary, m), m, ids_are_dense=True
         ),
         "dense_group_ids alone (hash table)": lambda: scoring.dense_group_ids(arbitrary, m),
+        "previous hash-loop numbering + rerank dense": lambda: scoring.rerank(
+            g, v, hash_loop_numbering(arbitrary, m), m, ids_are_dense=True
+        ),
+        "previous hash-loop numbering alone": lambda: hash_loop_numbering(arbitrary, m),
         "3-key sort numbering (previous dense_group_ids)": lambda: sort_numbering(arbitrary, m),
         "rerank, aggregate=False": lambda: scoring.rerank(g, v, dense, m, aggregate=False),
         "rerank_voting, dense ids": lambda: scoring.rerank_voting(g, v, dense, m, ids_are_dense=True),
@@ -143,6 +176,7 @@ def bench(batch: int, width: int, repeats: int, ref_rows: int) -> list[str]:
     cpu: dict[str, list[float]] = {name: [] for name in methods}
     for _ in range(repeats):
         for name, fn in methods.items():
+            jax.block_until_ready(fn())  # untimed: absorbs the previous method's after-effects
             w0, c0 = time.perf_counter(), time.process_time()
             jax.block_until_ready(fn())
             wall[name].append(time.perf_counter() - w0)
@@ -196,6 +230,12 @@ def bench(batch: int, width: int, repeats: int, ref_rows: int) -> list[str]:
         f" the previous 3-key-sort numbering alone / dense path:"
         f" {t['3-key sort numbering (previous dense_group_ids)'] / t[dense_name]:.1f}x wall,"
         f" {c['3-key sort numbering (previous dense_group_ids)'] / c[dense_name]:.1f}x CPU",
+        f"- previous hash-loop numbering + dense path / dense path:"
+        f" {t['previous hash-loop numbering + rerank dense'] / t[dense_name]:.2f}x wall,"
+        f" {c['previous hash-loop numbering + rerank dense'] / c[dense_name]:.2f}x CPU;"
+        f" dense_group_ids alone / previous hash loop alone:"
+        f" {t['dense_group_ids alone (hash table)'] / t['previous hash-loop numbering alone']:.2f}x wall,"
+        f" {c['dense_group_ids alone (hash table)'] / c['previous hash-loop numbering alone']:.2f}x CPU",
         f"- dense_group_ids equals the loop reference on the pool: {dense_ok}",
         f"- choices agree with the LEVER loop / numpy reference (tie_rtol=0) on the timed rows:"
         f" {agree_loop:.4f} / {agree_ref:.4f}",
