@@ -8,6 +8,7 @@ MBPP entries (``"dataset": "mbpp"``) are wrong implementations of ``add`` that t
 verdict: none may be judged correct, and a benign ``add`` in the same batch must be. Entries with
 ``"phase": "after"`` run after the batch, several times so that every worker runs them (leftovers
 of earlier programs: /tmp, /dev/shm, IPC objects). Afterwards the host has no new SysV IPC object.
+SQL entries may name their own ``gold`` query and the expected ``correct``.
 
 Programs marked ``requires`` depend on a protection (e.g. ``drop_privileges``, only when run as
 root); where the kernel refused it they are not run at all (a fork bomb without RLIMIT_NPROC would
@@ -189,7 +190,8 @@ def test_hostile_batch(canary_dir, host_socket):
         elif name.endswith(".sql"):
             if sql_module is None:
                 continue
-            problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, "SELECT count(*) FROM singer", ())
+            gold = expected.get("gold", "SELECT count(*) FROM singer")
+            problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, gold, ())
             cand = Candidate(text.strip())
             payload = {"dataset": "spider", "db_path": str(shown / "db.sqlite"), "sql": cand.program,
                        "timeout_s": 1.0, "max_rows": 1000, "gold_sql": problem.gold}
@@ -245,6 +247,8 @@ def test_hostile_batch(canary_dir, host_socket):
                 options = [wanted] if isinstance(wanted, str) else wanted
                 if not any(option in (execution.error or "") for option in options):
                     problems.append(f"{where}: error lacks {wanted!r}")
+            if "correct" in expected and execution.correct != expected["correct"]:
+                problems.append(f"{where}: judged correct={execution.correct}")
             if kind == "benign" and not execution.correct:
                 problems.append(f"{where}: benign program not correct")
         assert problems == [], "\n".join(problems)

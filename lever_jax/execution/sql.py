@@ -292,7 +292,7 @@ class SpiderExecutor(_SqlExecutor):
     """Spider: the candidate and the gold query run on ``<root>/spider/<db_id>/<db_id>.sqlite``."""
 
     dataset = "spider"
-    version = "spider-sql-1"
+    version = "spider-sql-2"  # 2: bounded column-permutation search (spider_match.MAX_WORK)
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.spider_db import ensure_spider_db
