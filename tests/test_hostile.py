@@ -5,7 +5,8 @@ answer, the canary files and the database are byte-identical, the pool still wor
 process of the sandbox's uids (or its workers) survives ``close()``.
 
 MBPP entries (``"dataset": "mbpp"``) are wrong implementations of ``add`` that try to forge their
-verdict; each runs as an MBPP and as a HumanEval problem: none may be judged correct, and a benign
+verdict; each runs as an MBPP and as two HumanEval problems (plain asserts; a check with a loop,
+variables and random inputs): none may be judged correct, and a benign
 ``add`` in the same batch must be. Their lying methods (``__eq__``, ``__hash__``, ``__reduce__`` ...)
 flag the process that runs them (``builtins.__lever_hostile_ran__``): never the parent. SQL entries
 may name their own ``gold`` query and the expected ``correct``. Entries with
@@ -95,6 +96,14 @@ def canary_dir(tmp_path):
 ADD_CHECK = ("METADATA = {}\n\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n"
              "    assert abs(candidate(5, 5) - 10) < 1e-9\n    assert sorted([candidate(1, 1)]) == [2]\n"
              "    assert {candidate(2, 2): 1} == {4: 1}\n")
+# the shapes of HumanEval/44, /53, /129, /151 (a loop, variables, random inputs, a bare `print`):
+# unrolled into plain asserts (check_unroll); before, the whole check ran in the child (forgeable)
+ADD_CHECK_LOOP = ("def check(candidate):\n    import random\n    print\n    assert candidate(1, 2) == 3\n"
+                  "    for x in range(3):\n        assert candidate(x, x + 1) == 2 * x + 1\n"
+                  "    lst = [i * 2 for i in range(5) if i > 0]\n    for _ in range(20):\n"
+                  "        a, b = random.randint(0, 100), random.randint(0, 100)\n"
+                  "        assert candidate(a, b) == a + b, 'message'\n"
+                  "    assert candidate(lst[0], lst[-1]) == sum([lst[0], lst[-1]])\n")
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(5, 5) == 10", "assert math.isclose(add(0.1, 0.2), 0.3)",
              "assert set([add(1, 1)]) == {2}"]
 
@@ -175,6 +184,8 @@ def test_hostile_batch(canary_dir, host_socket):
     add_problem = Problem("h-add", "mbpp", "add two numbers", {"test_list": ADD_TESTS, "test_setup_code": ""}, "", ())
     add_humaneval = Problem("h-add-he", "humaneval", "add two numbers",
                             {"test": ADD_CHECK, "entry_point": "add", "prompt": "def add(a, b):\n"}, "", ())
+    add_humaneval_loop = Problem("h-add-he-loop", "humaneval", "add two numbers",
+                                 {"test": ADD_CHECK_LOOP, "entry_point": "add", "prompt": "def add(a, b):\n"}, "", ())
     try:
         from lever_jax.execution import sql as sql_module
     except ImportError:
@@ -191,7 +202,8 @@ def test_hostile_batch(canary_dir, host_socket):
         if expected.get("dataset") == "mbpp":
             cand = Candidate(text)
             jobs.append(("mbpp", name, expected, add_problem, cand, mbpp.make_task(add_problem, cand)))
-            jobs.append(("humaneval", name, expected, add_humaneval, cand, humaneval.make_task(add_humaneval, cand)))
+            for he_problem in (add_humaneval, add_humaneval_loop):
+                jobs.append(("humaneval", name, expected, he_problem, cand, humaneval.make_task(he_problem, cand)))
         elif expected.get("phase") == "after":
             problem = Problem(f"h-{name}", "gsm8k", "q", {}, 0.0, ())
             for _ in range(6):
@@ -225,8 +237,9 @@ def test_hostile_batch(canary_dir, host_socket):
     good_add = Candidate("def add(a, b):\n    return a + b\n")
     for i in range(0, len(mixed), 10):
         mixed.insert(i, ("benign-mbpp", "benign-add", {}, add_problem, good_add, mbpp.make_task(add_problem, good_add)))
-    mixed.insert(5, ("benign-humaneval", "benign-add", {}, add_humaneval, good_add,
-                     humaneval.make_task(add_humaneval, good_add)))
+    for he_problem in (add_humaneval, add_humaneval_loop):
+        mixed.insert(5, ("benign-humaneval", "benign-add", {}, he_problem, good_add,
+                         humaneval.make_task(he_problem, good_add)))
 
     uids = set(sandbox.task_uids())
     workers = sandbox.worker_pids()
@@ -242,7 +255,7 @@ def test_hostile_batch(canary_dir, host_socket):
                 executor = humaneval if kind.endswith("humaneval") else mbpp
                 execution = executor.to_execution(problem, cand, result)
                 if execution.correct != kind.startswith("benign"):
-                    problems.append(f"{name} ({kind}): judged correct={execution.correct} "
+                    problems.append(f"{name} ({kind} {problem.problem_id}): judged correct={execution.correct} "
                                     f"({execution.status} {execution.error!r})")
                 continue
             if kind == "sql":
