@@ -9,7 +9,8 @@ verdict; each runs as an MBPP and as two HumanEval problems (plain asserts; a ch
 variables and random inputs): none may be judged correct, and a benign
 ``add`` in the same batch must be. Their lying methods (``__eq__``, ``__hash__``, ``__reduce__`` ...)
 flag the process that runs them (``builtins.__lever_hostile_ran__``): never the parent. SQL entries
-may name their own ``gold`` query and the expected ``correct``. Entries with
+may name their own ``gold`` query and the expected ``correct``; those with ``"dataset": "wikitq"``
+are judged against their ``targets`` (WikiTQ executor) instead. Entries with
 ``"phase": "after"`` run after the batch, several times so that every worker runs them (leftovers
 of earlier programs: /tmp, /dev/shm, IPC objects). Afterwards the host has no new SysV IPC object.
 
@@ -216,6 +217,8 @@ def test_hostile_batch(canary_dir, host_socket):
             cand = Candidate(text.strip())
             payload = {"dataset": "spider", "db_path": str(shown / "db.sqlite"), "sql": cand.program,
                        "timeout_s": 1.0, "max_rows": 1000, "gold_sql": problem.gold}
+            if expected.get("dataset") == "wikitq":
+                payload.update(dataset="wikitq", targets=expected["targets"], question="q", gold_sql=None)
             jobs.append(("sql", name, expected, problem, cand, Task(sql_module.TASK_FUNCTION, payload)))
         else:
             problem = Problem(f"h-{name}", "gsm8k", "q", {}, 1.0, ())
@@ -259,7 +262,9 @@ def test_hostile_batch(canary_dir, host_socket):
                                     f"({execution.status} {execution.error!r})")
                 continue
             if kind == "sql":
-                execution = sql_module.SpiderExecutor().to_execution(problem, cand, result)
+                wikitq = expected.get("dataset") == "wikitq"
+                executor = sql_module.WikiTQExecutor() if wikitq else sql_module.SpiderExecutor()
+                execution = executor.to_execution(problem, cand, result)
             else:
                 execution = gsm.to_execution(problem, cand, result)
             where = f"{name}: {execution.status} {execution.error!r}"

@@ -314,7 +314,7 @@ class WikiTQExecutor(_SqlExecutor):
     ``details.correct_official`` so that tables can report both."""
 
     dataset = "wikitq"
-    version_prefix = "wikitq-sql-2"  # the executor version is "<prefix>-<checker>"
+    version_prefix = "wikitq-sql-3"  # "<prefix>-<checker>"; 3: bounded normalisation (wikitq_match.MAX_*)
 
     def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):
