@@ -176,6 +176,8 @@ def test_humaneval_test_derivation():
     rand = ("def check(candidate):\n    import random\n    for i in range(3):\n"
             "        x = random.randint(0, 9)\n        assert candidate(x) == x + 1\n")
     assert humaneval_tests(rand, "inc") == humaneval_tests(rand, "inc")  # the same every time (seeded)
+    with_math = "def check(candidate):\n    import math\n    for x in range(2):\n        assert math.isclose(candidate(x), x / 3)\n"
+    assert humaneval_tests(with_math, "f") == ["assert math.isclose(f(0), 0 / 3)", "assert math.isclose(f(1), 1 / 3)"]
     assert len(humaneval_tests(rand, "inc")) == 3 and humaneval_tests(rand, "inc")[0].startswith("assert inc(")
     # a value computed by a helper of the program, a candidate call outside an assert: the whole
     # check runs in the child (HumanEval/32, /38, /50)

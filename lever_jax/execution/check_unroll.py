@@ -181,6 +181,8 @@ class _Substitute(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id == self.u.param:
             return ast.copy_location(ast.Name(id=self.u.entry_point, ctx=node.ctx), node)
+        if node.id in self.u.env and self.u.env[node.id] is self.u.modules.get(node.id):
+            return node  # `math.isclose(...)` stays for the judge
         if node.id in self.u.env:
             return ast.copy_location(_literal(self.u.env[node.id]), node)
         return node
