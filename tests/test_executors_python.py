@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.base import Limits
 from lever_jax.data.result_keys import canonical_key, is_error_key, unique_error_key
+from lever_jax.execution.judge import plan_test
 from lever_jax.execution.python_tests import humaneval_tests, split_assert
 from lever_jax.execution.registry import get_executor
 from lever_jax.execution.runner import RunStats, execute_problems
@@ -167,8 +168,47 @@ def test_mbpp_setup_code_and_sanitized_candidate(sandbox):
 def test_humaneval_test_derivation():
     source = "METADATA = {}\n\ndef check(candidate):\n    assert candidate(1) == 2\n    assert True\n    assert abs(candidate(2) - 3) < 1e-6\n"
     assert humaneval_tests(source, "inc") == ["assert inc(1) == 2", "assert abs(inc(2) - 3) < 1e-06"]
-    loop = "def check(candidate):\n    for x in range(3):\n        assert candidate(x) == x + 1\n"
-    assert humaneval_tests(loop, "inc") == ["check(inc)"]
+    # loops, variables, comprehensions, a bare `print`, seeded random inputs: unrolled into plain asserts
+    loop = ("def check(candidate):\n    print\n    for x in range(3):\n        assert candidate(x) == x + 1\n"
+            "    lst = [i * i for i in range(4) if i % 2]\n    assert candidate(lst) == sum(lst), 'message'\n")
+    assert humaneval_tests(loop, "inc") == ["assert inc(0) == 0 + 1", "assert inc(1) == 1 + 1", "assert inc(2) == 2 + 1",
+                                            "assert inc([1, 9]) == sum([1, 9])"]
+    rand = ("def check(candidate):\n    import random\n    for i in range(3):\n"
+            "        x = random.randint(0, 9)\n        assert candidate(x) == x + 1\n")
+    assert humaneval_tests(rand, "inc") == humaneval_tests(rand, "inc")  # the same every time (seeded)
+    with_math = "def check(candidate):\n    import math\n    for x in range(2):\n        assert math.isclose(candidate(x), x / 3)\n"
+    assert humaneval_tests(with_math, "f") == ["assert math.isclose(f(0), 0 / 3)", "assert math.isclose(f(1), 1 / 3)"]
+    assert len(humaneval_tests(rand, "inc")) == 3 and humaneval_tests(rand, "inc")[0].startswith("assert inc(")
+    # a value computed by a helper of the program, a candidate call outside an assert: the whole
+    # check runs in the child (HumanEval/32, /38, /50)
+    helper = "def check(candidate):\n    for x in range(3):\n        y = encode(x)\n        assert candidate(y) == x\n"
+    assert humaneval_tests(helper, "dec") == ["check(dec)"]
+    outside = "def check(candidate):\n    y = candidate(1)\n    assert abs(y - 2) < 1e-6\n"
+    assert humaneval_tests(outside, "inc") == ["check(inc)"]
+    # unrolling is bounded (the test file is data): 10,000 x 10,000 iterations are not unrolled
+    nested = "def check(candidate):\n    x = [[j for j in range(10000)] for i in range(10000)]\n    assert candidate(x)\n"
+    assert humaneval_tests(nested, "f") == ["check(f)"]
+
+
+def test_unrolled_humaneval_problems_keep_gold_verdicts(sandbox):
+    """HumanEval/44, /53, /129, /151 (a loop, random inputs, a bare print, helper variables) now
+    split into judged asserts; their canonical solutions still pass, a wrong program still fails."""
+    from lever_jax.data.datasets import gold_program, load_problems
+
+    wanted = {"humaneval-44", "humaneval-53", "humaneval-129", "humaneval-151"}
+    problems = [p for p in load_problems("humaneval", "test") if p.problem_id in wanted]
+    assert len(problems) == 4
+    executor = get_executor("humaneval")
+    for problem in problems:
+        assert all(not plan_test(t).legacy for t in executor.tests_for(problem)[1]), problem.problem_id
+    wrong = "def {}(*args):\n    return None\n"
+    candidates = [p.replace(candidates=(Candidate(gold_program("humaneval", p)),
+                                        Candidate(wrong.format(p.context["entry_point"])))) for p in problems]
+    out = list(execute_problems(candidates, executor, sandbox, None, progress=False, stats=RunStats()))
+    for problem in out:
+        gold, bad = (c.execution for c in problem.candidates)
+        assert gold.correct and gold.details["unverified_tests"] == 0, (problem.problem_id, gold.error)
+        assert not bad.correct, problem.problem_id
 
 
 def _bundled(dataset, split, n):

@@ -5,7 +5,12 @@ answer, the canary files and the database are byte-identical, the pool still wor
 process of the sandbox's uids (or its workers) survives ``close()``.
 
 MBPP entries (``"dataset": "mbpp"``) are wrong implementations of ``add`` that try to forge their
-verdict: none may be judged correct, and a benign ``add`` in the same batch must be. Entries with
+verdict; each runs as an MBPP and as two HumanEval problems (plain asserts; a check with a loop,
+variables and random inputs): none may be judged correct, and a benign
+``add`` in the same batch must be. Their lying methods (``__eq__``, ``__hash__``, ``__reduce__`` ...)
+flag the process that runs them (``builtins.__lever_hostile_ran__``): never the parent. SQL entries
+may name their own ``gold`` query and the expected ``correct``; those with ``"dataset": "wikitq"``
+are judged against their ``targets`` (WikiTQ executor) instead. Entries with
 ``"phase": "after"`` run after the batch, several times so that every worker runs them (leftovers
 of earlier programs: /tmp, /dev/shm, IPC objects). Afterwards the host has no new SysV IPC object.
 
@@ -29,7 +34,7 @@ import pytest
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.base import Limits, Task
 from lever_jax.execution.python_gsm8k import GSM8kExecutor
-from lever_jax.execution.python_tests import MBPPExecutor
+from lever_jax.execution.python_tests import HumanEvalExecutor, MBPPExecutor
 from lever_jax.execution.sandbox import Sandbox
 
 HERE = Path(__file__).resolve().parent
@@ -89,6 +94,17 @@ def canary_dir(tmp_path):
     shutil.rmtree(root, ignore_errors=True)
 
 
+ADD_CHECK = ("METADATA = {}\n\n\ndef check(candidate):\n    assert candidate(1, 2) == 3\n"
+             "    assert abs(candidate(5, 5) - 10) < 1e-9\n    assert sorted([candidate(1, 1)]) == [2]\n"
+             "    assert {candidate(2, 2): 1} == {4: 1}\n")
+# the shapes of HumanEval/44, /53, /129, /151 (a loop, variables, random inputs, a bare `print`):
+# unrolled into plain asserts (check_unroll); before, the whole check ran in the child (forgeable)
+ADD_CHECK_LOOP = ("def check(candidate):\n    import random\n    print\n    assert candidate(1, 2) == 3\n"
+                  "    for x in range(3):\n        assert candidate(x, x + 1) == 2 * x + 1\n"
+                  "    lst = [i * 2 for i in range(5) if i > 0]\n    for _ in range(20):\n"
+                  "        a, b = random.randint(0, 100), random.randint(0, 100)\n"
+                  "        assert candidate(a, b) == a + b, 'message'\n"
+                  "    assert candidate(lst[0], lst[-1]) == sum([lst[0], lst[-1]])\n")
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(5, 5) == 10", "assert math.isclose(add(0.1, 0.2), 0.3)",
              "assert set([add(1, 1)]) == {2}"]
 
@@ -165,7 +181,12 @@ def test_hostile_batch(canary_dir, host_socket):
     corpus = load_corpus(shown, tmp_canary, host_socket)
     ipc_before = sysv_ipc()
     mbpp = MBPPExecutor()
+    humaneval = HumanEvalExecutor()
     add_problem = Problem("h-add", "mbpp", "add two numbers", {"test_list": ADD_TESTS, "test_setup_code": ""}, "", ())
+    add_humaneval = Problem("h-add-he", "humaneval", "add two numbers",
+                            {"test": ADD_CHECK, "entry_point": "add", "prompt": "def add(a, b):\n"}, "", ())
+    add_humaneval_loop = Problem("h-add-he-loop", "humaneval", "add two numbers",
+                                 {"test": ADD_CHECK_LOOP, "entry_point": "add", "prompt": "def add(a, b):\n"}, "", ())
     try:
         from lever_jax.execution import sql as sql_module
     except ImportError:
@@ -182,6 +203,8 @@ def test_hostile_batch(canary_dir, host_socket):
         if expected.get("dataset") == "mbpp":
             cand = Candidate(text)
             jobs.append(("mbpp", name, expected, add_problem, cand, mbpp.make_task(add_problem, cand)))
+            for he_problem in (add_humaneval, add_humaneval_loop):
+                jobs.append(("humaneval", name, expected, he_problem, cand, humaneval.make_task(he_problem, cand)))
         elif expected.get("phase") == "after":
             problem = Problem(f"h-{name}", "gsm8k", "q", {}, 0.0, ())
             for _ in range(6):
@@ -189,10 +212,13 @@ def test_hostile_batch(canary_dir, host_socket):
         elif name.endswith(".sql"):
             if sql_module is None:
                 continue
-            problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, "SELECT count(*) FROM singer", ())
+            gold = expected.get("gold", "SELECT count(*) FROM singer")
+            problem = Problem(f"h-{name}", "spider", "q", {"db_id": "hostile"}, gold, ())
             cand = Candidate(text.strip())
             payload = {"dataset": "spider", "db_path": str(shown / "db.sqlite"), "sql": cand.program,
                        "timeout_s": 1.0, "max_rows": 1000, "gold_sql": problem.gold}
+            if expected.get("dataset") == "wikitq":
+                payload.update(dataset="wikitq", targets=expected["targets"], question="q", gold_sql=None)
             jobs.append(("sql", name, expected, problem, cand, Task(sql_module.TASK_FUNCTION, payload)))
         else:
             problem = Problem(f"h-{name}", "gsm8k", "q", {}, 1.0, ())
@@ -214,6 +240,9 @@ def test_hostile_batch(canary_dir, host_socket):
     good_add = Candidate("def add(a, b):\n    return a + b\n")
     for i in range(0, len(mixed), 10):
         mixed.insert(i, ("benign-mbpp", "benign-add", {}, add_problem, good_add, mbpp.make_task(add_problem, good_add)))
+    for he_problem in (add_humaneval, add_humaneval_loop):
+        mixed.insert(5, ("benign-humaneval", "benign-add", {}, he_problem, good_add,
+                         humaneval.make_task(he_problem, good_add)))
 
     uids = set(sandbox.task_uids())
     workers = sandbox.worker_pids()
@@ -225,13 +254,17 @@ def test_hostile_batch(canary_dir, host_socket):
         results = list(sandbox.map([job[5] for job in mixed]))
         results_after = list(sandbox.map([job[5] for job in after]))
         for (kind, name, expected, problem, cand, _task), result in zip(mixed + after, results + results_after):
-            if kind in ("mbpp", "benign-mbpp"):
-                execution = mbpp.to_execution(problem, cand, result)
-                if execution.correct != (kind == "benign-mbpp"):
-                    problems.append(f"{name}: judged correct={execution.correct} ({execution.status} {execution.error!r})")
+            if kind in ("mbpp", "benign-mbpp", "humaneval", "benign-humaneval"):
+                executor = humaneval if kind.endswith("humaneval") else mbpp
+                execution = executor.to_execution(problem, cand, result)
+                if execution.correct != kind.startswith("benign"):
+                    problems.append(f"{name} ({kind} {problem.problem_id}): judged correct={execution.correct} "
+                                    f"({execution.status} {execution.error!r})")
                 continue
             if kind == "sql":
-                execution = sql_module.SpiderExecutor().to_execution(problem, cand, result)
+                wikitq = expected.get("dataset") == "wikitq"
+                executor = sql_module.WikiTQExecutor() if wikitq else sql_module.SpiderExecutor()
+                execution = executor.to_execution(problem, cand, result)
             else:
                 execution = gsm.to_execution(problem, cand, result)
             where = f"{name}: {execution.status} {execution.error!r}"
@@ -245,9 +278,15 @@ def test_hostile_batch(canary_dir, host_socket):
                 options = [wanted] if isinstance(wanted, str) else wanted
                 if not any(option in (execution.error or "") for option in options):
                     problems.append(f"{where}: error lacks {wanted!r}")
+            if "correct" in expected and execution.correct != expected["correct"]:
+                problems.append(f"{where}: judged correct={execution.correct}")
             if kind == "benign" and not execution.correct:
                 problems.append(f"{where}: benign program not correct")
         assert problems == [], "\n".join(problems)
+        # no lying method of a candidate ran here (they flag the process that runs them)
+        import builtins
+
+        assert not hasattr(builtins, "__lever_hostile_ran__"), builtins.__dict__.get("__lever_hostile_ran__")
         # the pool still works after the corpus
         after = list(sandbox.map([Task("lever_jax.execution.python_gsm8k:run", {"program": f"answer = {i}"})
                                   for i in range(8)]))
@@ -265,3 +304,37 @@ def test_hostile_batch(canary_dir, host_socket):
         time.sleep(0.05)
     assert uid_processes(uids) == []
     assert not any(pid_alive(p) for p in workers)
+
+
+def _probe(value: object) -> None:
+    """Compare / hash / print a value the way a careless judge would."""
+    for method in (lambda v: v == 3, hash, repr):
+        try:
+            method(value)
+        except Exception:  # noqa: BLE001 - e.g. an unhashable list
+            pass
+    if type(value) is list:
+        for item in value:
+            _probe(item)
+    if type(value) is dict:
+        for key, item in dict.items(value):
+            _probe(key)
+            _probe(item)
+
+
+def test_lying_methods_flag_the_process_that_runs_them(tmp_path):
+    """The parent-side check of test_hostile_batch can fail: run here, every lying program's answer
+    flips ``builtins.__lever_hostile_ran__`` as soon as it is compared, hashed or printed."""
+    import builtins
+
+    index = json.loads((CORPUS / "INDEX.json").read_text())
+    liars = [name for name in sorted(index) if "_ran_here" in (CORPUS / name).read_text()]
+    assert len(liars) >= 5
+    for name in liars:
+        namespace: dict = {}
+        exec((CORPUS / name).read_text().replace("{CANARY_DIR}", str(tmp_path)), namespace)  # noqa: S102
+        try:
+            _probe(namespace["add"](1, 2))
+            assert hasattr(builtins, "__lever_hostile_ran__"), name
+        finally:
+            builtins.__dict__.pop("__lever_hostile_ran__", None)

@@ -75,3 +75,47 @@ def test_bag_equality_is_invariant_to_row_and_column_order(rows, seed) -> None:
 def test_changed_bag_is_not_equal(rows, extra) -> None:
     assert not result_eq(rows, rows + [extra], ordered=False)
     assert not result_eq(rows, rows[:-1] + [extra], ordered=False)
+
+
+def _rotations(n_rows: int, n_cols: int, flip_odd: bool) -> list[tuple[int, ...]]:
+    """Rows whose cells are a rotation of 0..n_cols-1 (reversed on odd rows if ``flip_odd``):
+    every column holds the same multiset of values."""
+    rows = []
+    for r in range(n_rows):
+        row = tuple((r + c) % n_cols for c in range(n_cols))
+        rows.append(row[::-1] if flip_odd and r % 2 else row)
+    return rows
+
+
+def test_many_interchangeable_columns_are_judged_not_searched() -> None:
+    # what the official product search walks 9**9 orders for (hostile corpus: column_permutation_blowup.sql)
+    gold = _rotations(198, 9, flip_odd=False)
+    pred = _rotations(198, 9, flip_odd=True)
+    assert not result_eq(gold, pred, ordered=False)
+    assert not result_eq(gold, pred, ordered=True)
+    # the same columns permuted: found, however many columns share their values
+    perm = [4, 8, 0, 2, 7, 1, 3, 6, 5]
+    assert result_eq(gold, [tuple(row[j] for j in perm) for row in gold], ordered=False)
+    shuffled = [tuple(row[j] for j in perm) for row in gold]
+    random.Random(0).shuffle(shuffled)
+    assert result_eq(gold, shuffled, ordered=False)
+
+
+def test_identical_columns_are_interchangeable() -> None:
+    # e.g. SELECT * over a table with many NULL / zero columns: identical columns need no search
+    gold = [(i, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, None, None, None) for i in range(50)]
+    pred = [(0, None, 0, 0, None, 0, 0, 0, i, 0, None, 0, 0, 0) for i in range(50)]
+    assert result_eq(gold, pred, ordered=True)
+    assert result_eq(gold, pred[::-1], ordered=False)
+    assert not result_eq(gold, pred[::-1], ordered=True)
+
+
+def test_search_budget_spent_is_no_match(monkeypatch) -> None:
+    # the documented deviation from the official script: past MAX_WORK cells the verdict is "no match"
+    from lever_jax.execution import spider_match
+
+    gold = _rotations(18, 9, flip_odd=False)
+    pred = [tuple(row[j] for j in [8, 7, 6, 5, 4, 3, 2, 1, 0]) for row in gold]
+    assert result_eq(gold, pred, ordered=False)
+    monkeypatch.setattr(spider_match, "MAX_WORK", 100)
+    assert not result_eq(gold, pred, ordered=False)

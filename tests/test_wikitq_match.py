@@ -105,3 +105,20 @@ def test_relabel_switches_checker():
     assert wm.has_both_checkers([p]) and not wm.has_both_checkers([official.replace(candidates=())])
     with pytest.raises(ValueError):
         wm.relabel([p], "other")
+
+
+def test_crafted_cells_are_bounded_and_real_ones_unchanged() -> None:
+    from lever_jax.execution import wikitq_match as wm
+
+    # what the official loop does on short cells is kept (several rounds of suffix stripping)
+    assert wm.normalize('"Paris" (France)[1] *') == "paris"
+    assert wm.relaxed_match([["s1 (x) * (y)"]], ["s1"])
+    # layered suffixes over MAX_NORMALIZE_CHARS keep them (the official loop: one round per layer)
+    layered = "s1" + " (x) *" * 1000
+    assert len(layered) > wm.MAX_NORMALIZE_CHARS and wm.normalize(layered) == layered.lower()
+    assert not wm.relaxed_match([[layered]], ["s1"]) and not wm.denotation_match([[layered]], ["s1"])
+    # more than MAX_COMPARE_CHARS characters to compare: no match, whatever the cells
+    cells = [f"{i} " + "x" * 2000 for i in range(600)]
+    assert sum(map(len, cells)) > wm.MAX_COMPARE_CHARS
+    assert not wm.relaxed_match([cells], cells) and not wm.denotation_match([cells], cells)
+    assert wm.relaxed_match([cells[:400]], cells[:400]) and wm.denotation_match([cells[:400]], cells[:400])

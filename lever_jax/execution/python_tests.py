@@ -24,20 +24,26 @@ split run the old way inside the child and are flagged (``details.tests[i].judge
 
 HumanEval: the asserts are derived from ``check(candidate)`` with ``candidate`` replaced by the
 entry point (the child's setup is the test module without ``check``); when ``check`` holds
-anything but asserts (loops, helpers), the whole ``check(<entry_point>)`` runs as one legacy test.
+anything but asserts, :mod:`lever_jax.execution.check_unroll` unrolls loops, variables and (seeded)
+random inputs into plain asserts; a check it cannot unroll (a value computed by a helper of the
+program, e.g. HumanEval/32, /38, /50) runs whole as one legacy test, ``check(<entry_point>)``.
 """
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import plain
 from lever_jax.execution.base import SandboxResult, Task
+from lever_jax.execution.check_unroll import unroll_check
 from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.execution.judge import TestPlan, judge, plan_test
 
-VERSION = "pytests-3"  # 3: a test call that raises makes the execution an error (LEVER)
+# 3: a test call that raises makes the execution an error (LEVER); 4: HumanEval checks with loops,
+# variables and random inputs unrolled into judged asserts (check_unroll)
+VERSION = "pytests-4"
 VALUE_CHARS = 300
 _CLOSE_FUNCS = {"isclose", "allclose", "abs", "set", "sorted", "round", "float", "int", "str", "list", "tuple"}
 _RET = "__lever_return_value__"
@@ -115,12 +121,21 @@ def humaneval_tests(test_source: str, entry_point: str) -> list[str]:
         if isinstance(stmt, ast.Assert):
             mentions = any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt))
             if mentions:
-                asserts.append(ast.unparse(_Rename(param, entry_point).visit(stmt)))
+                asserts.append(ast.unparse(_Rename(param, entry_point).visit(copy.deepcopy(stmt))))
         elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
             continue
         else:
-            return [f"check({entry_point})"]
+            return _unrolled(check, param, entry_point)
     return asserts or [f"check({entry_point})"]
+
+
+def _unrolled(check: ast.FunctionDef, param: str, entry_point: str) -> list[str]:
+    """A check with loops / variables / random inputs as plain asserts when every one splits
+    (``check_unroll``), else the whole ``check(...)`` call (run in the child)."""
+    asserts = unroll_check(check, param, entry_point)
+    if asserts and not any(plan_test(a).legacy for a in asserts):
+        return asserts
+    return [f"check({entry_point})"]
 
 
 # -- the sandbox task (runs in the child, with the candidate) -----------------------------------

@@ -292,7 +292,7 @@ class SpiderExecutor(_SqlExecutor):
     """Spider: the candidate and the gold query run on ``<root>/spider/<db_id>/<db_id>.sqlite``."""
 
     dataset = "spider"
-    version = "spider-sql-1"
+    version = "spider-sql-2"  # 2: bounded column-permutation search (spider_match.MAX_WORK)
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
         from lever_jax.data.spider_db import ensure_spider_db
@@ -314,7 +314,7 @@ class WikiTQExecutor(_SqlExecutor):
     ``details.correct_official`` so that tables can report both."""
 
     dataset = "wikitq"
-    version_prefix = "wikitq-sql-2"  # the executor version is "<prefix>-<checker>"
+    version_prefix = "wikitq-sql-3"  # "<prefix>-<checker>"; 3: bounded normalisation (wikitq_match.MAX_*)
 
     def __init__(self, db_root: str | Path | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  max_rows: int = DEFAULT_MAX_ROWS, checker: str = "lever"):

@@ -20,6 +20,15 @@ retried once per rewrite (thousands commas dropped, a trailing unit from :data:`
 leading ``$``/``£`` dropped, an ordinal ``th`` dropped). As in LEVER, the retry of a multi-row
 result compares against no values at all (LEVER's generator of first cells is already consumed),
 so it never succeeds. :func:`relabel` switches an executed WikiTQ file between the two checkers.
+
+Bounds for crafted results (a candidate's SQL chooses its cells): the official suffix-stripping
+loop of :func:`normalize` rescans the whole string each round, and its bracket pattern is
+quadratic on a run of ``[`` -- a 200,000-character cell took 18 s, longer ones hours. So the loop
+runs at most :data:`MAX_STRIP_ROUNDS` rounds and only on strings of at most
+:data:`MAX_NORMALIZE_CHARS` characters (longer ones keep their suffixes), and a result whose
+compared cells hold more than :data:`MAX_COMPARE_CHARS` characters in all is no match. None of
+these is reached by any cell or whole table of the 2,108 WikiTQ tables (longest cell 2,009
+characters, at most 3 rounds, largest table 63,553 characters).
 """
 from __future__ import annotations
 
@@ -29,12 +38,17 @@ import unicodedata
 from typing import Any, Sequence
 
 
+MAX_NORMALIZE_CHARS = 2_500
+MAX_STRIP_ROUNDS = 10
+MAX_COMPARE_CHARS = 1_000_000
+
+
 def normalize(x: str) -> str:
     x = "".join(c for c in unicodedata.normalize("NFKD", x) if unicodedata.category(c) != "Mn")
     x = re.sub(r"[‘’´`]", "'", x)
     x = re.sub(r"[“”]", '"', x)
     x = re.sub(r"[‐‑‒–—−]", "-", x)
-    while True:
+    for _ in range(MAX_STRIP_ROUNDS if len(x) <= MAX_NORMALIZE_CHARS else 0):
         old_x = x
         x = re.sub(r"((?<!^)\[[^\]]*\]|\[\d+\]|[•♦†‡*#+])*$", "", x.strip())
         x = re.sub(r"(?<!^)( \([^)]*\))*$", "", x.strip())
@@ -232,10 +246,18 @@ def values_from_rows(rows: Sequence[Sequence[Any]]) -> list[Value]:
     return to_value_list([cell_to_string(c) for row in rows for c in row])
 
 
+def _too_large(cells: Sequence[str]) -> bool:
+    """More than MAX_COMPARE_CHARS characters to normalise (see the module doc)."""
+    return sum(len(c) for c in cells) > MAX_COMPARE_CHARS
+
+
 def denotation_match(rows: Sequence[Sequence[Any]], targets: Sequence[str], target_canon: Sequence[str] | None = None, question: str = "") -> bool:
     """True when an SQL result denotes the target values (LEVER post-processing applied first)."""
+    cells = [cell_to_string(c) for row in lever_postprocess(rows, question) for c in row]
+    if _too_large(cells):
+        return False
     target_values = to_value_list(list(targets), list(target_canon) if target_canon is not None else None)
-    return check_denotation(target_values, values_from_rows(lever_postprocess(rows, question)))
+    return check_denotation(target_values, to_value_list(cells))
 
 
 UNITS = ("km", "years", "months", "days", "kg", "changes", "min", "miles", "points", "kW")
@@ -277,6 +299,8 @@ def wtq_answer_eq(rows: Sequence[Sequence[Any]] | None, gold: str, allow_normali
     if not rows or not gold:
         return False
     cells = _predicted_cells(rows) if _cells is None else _cells
+    if _too_large(cells):
+        return False
     targets = gold.split("|") if "|" in gold else [gold]
     if check_denotation(to_value_list(cells), to_value_list(targets)):
         return True

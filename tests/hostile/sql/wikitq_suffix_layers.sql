@@ -1,0 +1,1 @@
+SELECT 's1' || replace(printf('%.*c', 30000, 'x'), 'x', ' (x) *')
