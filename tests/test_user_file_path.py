@@ -87,8 +87,9 @@ def test_readme_own_data_train_example_sizes_train_steps():
     would train t5_tiny for hours on a handful of problems."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text[text.index("## Your own samples, end to end"):]
-    block = section[section.index("```bash"):section.index("```", section.index("```bash") + 7)]
-    commands = re.sub(r"\\\n", " ", block).splitlines()  # what bash runs: continuation lines joined
+    section = section[:section.index("\n## ", 1)]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    commands = [c for b in blocks for c in re.sub(r"\\\n", " ", b).splitlines()]  # continuation lines joined
     train = next(c.split("#")[0] for c in commands if c.startswith("lever-jax train"))
     steps = re.search(r"TRAIN_STEPS\s*=\s*(\d+)", train)
     assert steps and int(steps.group(1)) <= 1000, train
