@@ -8,7 +8,7 @@ DEPS_HASH := $(shell cat setup.py constraints.txt 2>/dev/null | sha1sum | cut -c
 INSTALLED := $(VENV)/.installed-$(DEPS_HASH)
 TEST_INSTALLED := $(VENV)/.installed-test-$(DEPS_HASH)
 
-.PHONY: demo test install install-test clean
+.PHONY: demo test test-fast install install-test clean
 
 $(INSTALLED):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ demo: $(INSTALLED)
 
 test: $(TEST_INSTALLED)
 	$(BIN)/python -m pytest -q tests
+
+# The unit tier between edits: everything but the tests marked slow (end-to-end runs, subprocess
+# trainings, the GCS emulator). `make test` (CI) runs both tiers.
+test-fast: $(TEST_INSTALLED)
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis
