@@ -161,15 +161,6 @@ def build_backend(args: argparse.Namespace) -> Any:
     return ServerBackend(args.server, model=args.server_model, api_key=api_key, parallel=args.parallel, extra=extra)
 
 
-def _input_dataset(path: str) -> str:
-    """The dataset named by the first line of a prompts file (for the max-tokens default)."""
-    from lever_jax.data.jsonl import iter_json_lines
-
-    for _lineno, obj in iter_json_lines(path):
-        return str(obj.get("dataset")) if isinstance(obj, dict) else ""
-    return ""
-
-
 def main(args: argparse.Namespace) -> int:
     _check_args(args)
     input_path = (_stdin_copy() if args.input == "-" else args.input) if args.input else None
@@ -187,12 +178,12 @@ def _sample(args: argparse.Namespace, input_path: str | None) -> int:
     from lever_jax.sampling.pool import Sampler, summary
     from lever_jax.sampling.settings import DEFAULT_MAX_TOKENS, DEFAULT_SAMPLES, LEVER_TEMPERATURE, SampleSettings
 
-    dataset = args.dataset or _input_dataset(input_path or "")
+    records = list(prompt_records(args, input_path))  # every prompt checked before the model loads
+    dataset = args.dataset or (records[0].problem.dataset if records else "")
     settings = SampleSettings(
         n=args.n or DEFAULT_SAMPLES, temperature=args.temperature or LEVER_TEMPERATURE, top_p=args.top_p,
         max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS.get(dataset, 256), seed=args.seed,
         greedy=not args.no_greedy)
-    records = list(prompt_records(args, input_path))  # every prompt checked before the model loads
     journal = Journal(args.journal or f"{args.output}.journal.jsonl")
     backend = build_backend(args)
     bar = progress_bar(total=len(records), desc=f"sample {dataset}", unit="problem", file=sys.stderr)

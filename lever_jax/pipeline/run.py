@@ -16,11 +16,9 @@ Steps, each resumable (a re-run redoes nothing that is already on disk):
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -33,7 +31,6 @@ from lever_jax.data import paths
 from lever_jax.execution.context_ids import check_context_ids
 from lever_jax.pipeline.config_checks import check_run_config
 from lever_jax.rerank import methods, plots, pool_rows, report, statistics
-from lever_jax.rerank import table as method_table
 from lever_jax.pipeline import gsm8k_features
 from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.bundled import bundled_path
@@ -45,6 +42,7 @@ from lever_jax.pipeline.encoder_features import FeatureConfig, pool_features
 from lever_jax.pipeline.finetune import FinetuneConfig
 from lever_jax.pipeline.head import HeadConfig, HeadTrainer
 from lever_jax.pipeline import protocol as protocols
+from lever_jax.pipeline import run_report
 from lever_jax.pipeline.training_data import TrainingView, build_view
 
 gin.external_configurable(FeatureConfig, module="lever_jax.pipeline.encoder_features")
@@ -277,32 +275,6 @@ def train_fold(trainer: HeadTrainer, fold: int, folds: np.ndarray, fold_dir: Pat
 
 
 # ------------------------------------------------------------------------------------ 4-5 report
-def accuracy_curves(arrays: CandidateArrays, ver: Optional[np.ndarray], use_gen_prob: bool,
-                    ks: Sequence[int], trials: int) -> dict[str, list[dict[str, float]]]:
-    """Accuracy vs number of samples k for every method (the one table: rerank.table)."""
-    return report.accuracy_curves(arrays, ver, ks, trials, use_gen_prob=use_gen_prob)
-
-
-def _versions() -> dict[str, str]:
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version()}
-    for name in ("lever-jax", "jax", "flax", "optax", "orbax-checkpoint", "numpy"):
-        try:
-            out[name] = md.version(name)
-        except md.PackageNotFoundError:
-            pass
-    return out
-
-
-def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> dict[str, float]:
-    """Bootstrap CI of accuracy(a) - accuracy(b), resampling problems (paired)."""
-    diff = (statistics.choice_correct(a, correct).astype(np.float64)
-            - statistics.choice_correct(b, correct).astype(np.float64))
-    ci = statistics.bootstrap_ci(np.nan_to_num(diff), n_resamples=n)
-    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
-
-
 def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray,
                   out: Path) -> TrainingView:
     """The verifier's problems and fold rows under ``RunConfig.train_pool`` / ``train_problems``."""
@@ -384,68 +356,32 @@ def run(out_dir: str | os.PathLike, config: RunConfig = gin.REQUIRED, features: 
     second = pool_rows.second_checker(problems, arrays, table, checker[1], cfg.bootstrap) if checker else None
     rel = statistics.reliability(ver, arrays.correct, arrays.mask)
     codet_values = codet_per_problem(cfg, problems, arrays)
-    extra = verifier_summary(cfg, table, headline, arrays, ver, rel, codet_values)
+    extra = run_report.verifier_summary(table, headline, arrays, ver, rel, codet_values, cfg.bootstrap)
     total = int(arrays.counts.sum(axis=1).max())
     ks = sorted({k for k in (1, 2, 4, 5, 8, 10, 14, 20, 50, 100, total) if k <= total})
-    curves = accuracy_curves(arrays, ver, use_gen_prob, ks, trials=10 if cfg.max_problems else 20)
+    curves = report.accuracy_curves(arrays, ver, ks, 10 if cfg.max_problems else 20, use_gen_prob=use_gen_prob)
     timings["report_s"] = time.time() - t
     timings["total_s"] = time.time() - t_start
     doc = {
         "pool": _pool_name(cfg), "ablation": cfg.ablation, "problems": len(problems), "distinct_programs": n_cand,
         "samples": int(arrays.counts.sum()), "methods": report.metrics_json(table), "verifier": extra,
         **({"methods_second_checker": {"checker": checker[0], **report.metrics_json(second)}} if second else {}),
-        "accuracy_at_k": curves, "timings_s": timings, "versions": _versions(), "command": command,
+        "accuracy_at_k": curves, "timings_s": timings, "versions": run_report.versions(), "command": command,
         "training": {"protocol": cfg.protocol, "train_pool": _train_name(cfg), "train_pool_mode": cfg.train_pool_mode,
                      "train_problems": cfg.train_problems,
                      "train_rows_per_fold": [len(view.resolved_rows(f, cfg.dev_fraction, 0)["train"])
                                              for f in range(cfg.num_folds)]},
     }
-    write_json(out / "per_problem.json", per_problem_doc(arrays, ver, table, use_gen_prob, codet_values))
+    write_json(out / "per_problem.json", run_report.per_problem_doc(arrays, ver, table, use_gen_prob, codet_values))
     write_json(out / "metrics.json", doc)
     write_json(out / "scores.json", report.scores_json(arrays, table, ver))
     plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{_pool_name(cfg)}: accuracy vs k")
     plots.reliability_diagram(rel, out / "reliability.png", title=f"{_pool_name(cfg)}: verifier P(yes)")
-    (out / "config.gin").write_text(gin_text or gin.operative_config_str(), encoding="utf-8")
-    write_report(out / "report.md", doc, table, settings, second=second)
+    paths.write_text_atomic(out / "config.gin", gin_text or gin.operative_config_str())
+    run_report.write_report(out / "report.md", doc, table, settings, second=second)
     _log(f"wrote {out}/report.md, metrics.json, scores.json, accuracy_vs_k.png, reliability.png "
          f"({timings['total_s']:.0f}s)")
     return doc
-
-
-def verifier_summary(cfg: RunConfig, table: dict, headline: str, arrays: CandidateArrays, ver: np.ndarray,
-                     rel: Any, codet_values: Optional[np.ndarray]) -> dict[str, Any]:
-    """metrics.json's ``verifier`` block: binary accuracy, ECE, the headline's paired gains over
-    majority vote and the log-prob baselines, and CodeT's row where the pool has tests."""
-    extra: dict[str, Any] = {
-        "binary_acc": statistics.binary_accuracy(ver, arrays.correct, arrays.mask),
-        "ece": rel.ece,
-        f"{headline}_minus_majority_vote": paired_gain(table[headline].choice, table["majority_vote"].choice,
-                                                      arrays.correct, cfg.bootstrap),
-    }
-    for other in ("ml_ep", "lever_count_fallback", "max_gen_prob"):  # pools with real log-probs
-        if other in table and headline in table:
-            extra[f"{headline}_minus_{other}"] = paired_gain(table[headline].choice, table[other].choice,
-                                                             arrays.correct, cfg.bootstrap)
-    if codet_values is not None:
-        ci = statistics.bootstrap_ci(codet_values, n_resamples=cfg.bootstrap)
-        extra["codet_dual_agreement"] = {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high,
-                                         "confidence": ci.confidence}
-    return extra
-
-
-def per_problem_doc(arrays: CandidateArrays, ver: np.ndarray, table: dict, use_gen_prob: bool,
-                    codet: Optional[np.ndarray]) -> dict[str, Any]:
-    """Per-problem correctness of every method (the one table's values; null where a method does
-    not apply), so paired comparisons across runs (scripts/paper_tables.py) need no recomputation."""
-    values = {k: v for k, (v, _) in method_table.per_problem(arrays, ver, use_gen_prob=use_gen_prob).items()
-              if k in table}
-    for name, row in table.items():
-        if name not in values and row.choice is not None:
-            values[name] = statistics.choice_correct(row.choice, arrays.correct).astype(np.float64)
-    if codet is not None:
-        values["codet_dual_agreement"] = codet
-    return {"problem_ids": list(arrays.problem_ids),
-            "methods": {k: [None if np.isnan(x) else float(x) for x in v] for k, v in values.items()}}
 
 
 def _head_verifier(cfg: RunConfig, features: FeatureConfig, head: HeadConfig, view: TrainingView,
@@ -537,7 +473,7 @@ def _trained_verifier(cfg: RunConfig, view: TrainingView, out: Path, timings: di
     [view rows, view width]. The dev slice of each fold is seeded by RunConfig.fold_seed."""
     from lever_jax.pipeline import fold_training
 
-    problems, arrays, folds = view.problems, view.arrays, view.folds
+    problems, arrays = view.problems, view.arrays
     if cfg.ablation in ("no_exec", "no_program"):  # LEVER's input ablations: the serialized input
         with gin.unlock_config():
             gin.bind_parameter("serialize_options.include_execution", cfg.ablation != "no_exec")
@@ -586,33 +522,3 @@ def codet_per_problem(cfg: RunConfig, problems: Sequence[Problem], arrays: Candi
     return np.where(np.isnan(acc), rand, acc)
 
 
-def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any],
-                 second: Optional[dict] = None) -> None:
-    v = doc["verifier"]
-    lines = [f"# LEVER end-to-end run: {doc['pool']}" + (f" (ablation: {doc['ablation']})"
-                                                          if doc["ablation"] != "none" else ""), "",
-             f"{doc['problems']} problems, {doc['samples']} samples, {doc['distinct_programs']} distinct programs; "
-             + protocols.describe(settings["run"]["protocol"], settings["run"], doc["training"]["train_pool"]), "",
-             report.format_table(table)]
-    if "codet_dual_agreement" in v:
-        c = v["codet_dual_agreement"]
-        lines.append(f"| CodeT dual execution agreement | {100 * c['accuracy']:.1f} | "
-                     f"[{100 * c['ci_low']:.1f}, {100 * c['ci_high']:.1f}] |")
-    if second:
-        lines += ["", report.format_table(second, title=f"the same choices judged by the "
-                                                       f"{doc['methods_second_checker']['checker']}")]
-    lines.append("")
-    for gain_key in (k for k in v if "_minus_" in k):
-        g = v[gain_key]
-        lines.append(f"- {gain_key.replace('_', ' ')}: {100 * g['gain']:+.1f} points, paired 95% CI "
-                     f"[{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}]")
-    lines += [f"- verifier binary accuracy (LEVER's binary_acc): {100 * v['binary_acc']:.1f}; "
-              f"ECE of P(yes): {v['ece']:.3f}",
-              f"- time: " + ", ".join(f"{k} {val:.0f}" for k, val in doc["timings_s"].items()), "",
-              "Plots: `accuracy_vs_k.png` (accuracy vs number of samples k, every method), "
-              "`reliability.png` (reliability diagram of P(yes)).", "",
-              "## Command and versions", "", f"```\n{doc['command']}\n```", "",
-              ", ".join(f"{k} {val}" for k, val in doc["versions"].items()), "",
-              f"Generated {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
-              "settings in run_config.json and config.gin.", ""]
-    paths.write_text_atomic(path, "\n".join(lines))
