@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Deque, Iterable, Iterator
 
 from lever_jax.execution.base import Limits, SandboxResult, Task
-from lever_jax.execution.sandbox_worker import HEADER, encode_message
+from lever_jax.execution.sandbox_wire import HEADER, encode_message
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _HELLO_TIMEOUT_S = 120.0
