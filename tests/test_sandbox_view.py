@@ -195,3 +195,44 @@ def test_hostile_corpus_passes_from_a_clone_under_tmp(tmp_path, mount_view):
             server.accept()
     finally:
         server.close()
+
+
+def test_a_task_input_under_tmp_is_shown_to_that_task_alone(tmp_path, mount_view):
+    """``Task.readable`` under /tmp (pytest's tmp_path, below a root-only directory): the task
+    reads it where its payload now says, and sees nothing else of the host's /tmp -- not the
+    file beside it, not the input at its host path, and its own /tmp stays empty; the next task,
+    which did not ask for it, does not see it."""
+    from lever_jax.execution.base import Task
+    from lever_jax.execution.isolation import TASK_INPUTS
+    from lever_jax.execution.sandbox_paths import RELOCATED
+
+    data = _readable_dir(tmp_path / "inputs") / "input.txt"
+    data.write_text("42")
+    os.chmod(data, 0o644)
+    program = """import os
+shown = {shown!r}
+seen = [os.path.exists(p) for p in ({beside!r}, {host!r}, {relocated!r}, {shown_beside!r})] + os.listdir('/tmp')
+answer = float(open(shown).read()) if os.path.exists(shown) and not any(seen) else -1.0
+"""
+    beside = data.parent / "notes.txt"
+
+    def task(readable: tuple[str, ...]) -> Task:
+        source = program.format(shown=TASK_INPUTS + str(data.resolve()), beside=str(beside), host=str(data),
+                                relocated=RELOCATED + str(data.resolve()), shown_beside=TASK_INPUTS + str(beside.resolve()))
+        return Task("lever_jax.execution.python_gsm8k:run", {"program": source}, readable)
+
+    with Sandbox(workers=1, limits=Limits(timeout_s=10)) as box:
+        first, second = box.map([task((str(data),)), task(())])
+    assert first.status == "ok" and first.value["number"] == 42.0, first
+    assert second.status == "ok" and second.value["number"] == -1.0, second
+
+
+def test_a_payload_value_naming_an_input_becomes_where_the_task_finds_it():
+    from lever_jax.execution.sandbox_worker import Worker
+
+    shown = {"/tmp/x/db.sqlite": "/lever-inputs/tmp/x/db.sqlite"}
+    payload = {"db_path": "/tmp/x/db.sqlite", "sql": "/tmp/x/db.sqlite", "nested": {"db_path": "/tmp/x/db.sqlite"}}
+    moved = Worker._shown_payload(payload, shown)
+    assert moved["db_path"] == moved["sql"] == "/lever-inputs/tmp/x/db.sqlite"
+    assert moved["nested"] == payload["nested"] and payload["db_path"] == "/tmp/x/db.sqlite"
+    assert Worker._shown_payload(["/tmp/x/db.sqlite"], shown) == ["/tmp/x/db.sqlite"]

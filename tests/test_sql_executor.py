@@ -208,15 +208,16 @@ def test_wikitq_executor_on_lever_view(db_root: Path, monkeypatch: pytest.Monkey
     assert _digest(db) == before
 
 
-def test_sandboxed_sql_tasks(sandbox_visible_dir: Path) -> None:
-    """The real path: tasks run in the sandbox as an unprivileged uid (DBs must be readable)."""
+def test_sandboxed_sql_tasks(tmp_path: Path) -> None:
+    """The real path: tasks run in the sandbox as an unprivileged uid. The database lives under
+    pytest's tmp_path: in /tmp, which every task sees as its own empty tmpfs, below a directory
+    only root may enter; the task is shown its own database file elsewhere, and only that."""
     from lever_jax.execution import sandbox as sandbox_mod
     from lever_jax.execution.base import Limits
 
-    root = sandbox_visible_dir
+    root = tmp_path
     db = build_tiny_spider(root)
-    for path in (root, root / "spider", db.parent):
-        path.chmod(0o755)
+    db.chmod(0o644)
     before = _digest(db)
     ex = SpiderExecutor(db_root=root)
     problem = _problem("spider", {"db_id": "tiny_db"}, "SELECT count(*) FROM singer")

@@ -46,7 +46,9 @@ class Task:
     function: str
     payload: Mapping[str, Any]
     # Host files / directories the task reads (e.g. its database): made visible, read-only, in the
-    # sandbox's mount view for this task only. Set by executors, never by the candidate.
+    # sandbox's mount view for this task only, wherever they live (one in a world-writable directory
+    # such as /tmp is shown elsewhere: a top-level payload value naming it is rewritten to where the
+    # task finds it). Set by executors, never by the candidate.
     readable: tuple[str, ...] = ()
 
 

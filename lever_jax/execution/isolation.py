@@ -12,7 +12,7 @@ import errno
 import os
 import resource
 import signal
-from typing import Any
+from typing import Any, NamedTuple
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
@@ -63,6 +63,11 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     return _call("mount", enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
 
 
+# In the view: a per-task, root-owned tmpfs holding that task's own inputs (``Task.readable``),
+# each at this prefix + its host path; unmounted, with them, when the task ends.
+TASK_INPUTS = "/lever-inputs"
+
+
 def umount(target: str) -> bool:
     """Lazily detach the mount at ``target`` (MNT_DETACH)."""
     return _call("umount2", target.encode(), ctypes.c_int(MNT_DETACH))
@@ -77,31 +82,67 @@ def _outermost(paths: list[str]) -> list[str]:
     return out
 
 
-def _tmpfs_keeping(real: str, keep: list[str], size_mb: int) -> bool:
+def _tmpfs_keeping(real: str, keep: list[str], size_mb: int) -> int | None:
     """Mount a fresh tmpfs over ``real`` and bind-mount the ``keep`` paths (inside it) back,
-    read-only. All or nothing: if any step fails the tmpfs is detached again."""
+    read-only. Returns an O_PATH handle on the host directory it covers (:func:`bind_covered`),
+    or None; all or nothing: if any step fails the tmpfs is detached again."""
     fds: list[tuple[str, int]] = []
+    under = -1
     try:
+        under = os.open(real, os.O_PATH | os.O_DIRECTORY)
         for path in keep:
             fds.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
         if not mount("lever_sandbox_tmp", real, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777"):
-            return False
+            return None
         for path, fd in fds:
             try:
                 os.makedirs(path, mode=0o755, exist_ok=True)
             except OSError:
                 umount(real)
-                return False
+                return None
             if not (mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None)
                     and mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)):
                 umount(real)
-                return False
-        return True
+                return None
+        handle, under = under, -1
+        return handle
     except OSError:
-        return False
+        return None
     finally:
-        for _, fd in fds:
+        for fd in [under, *(fd for _, fd in fds)]:
+            if fd >= 0:
+                os.close(fd)
+
+
+def bind_covered(handles: dict[str, int], into: str) -> dict[str, str]:
+    """Bind each host directory a private tmpfs covers (``handles``, :class:`PrivateTmp`) read-only
+    under ``into`` (a root-only directory no task can reach), so that processes that later enter
+    their own mount namespace (the zygotes) can still bind per-task inputs from there: a handle on
+    the parent's namespace cannot be a bind source in theirs. Closes the handles; returns
+    {covered directory: where it is reachable now} for the binds that succeeded."""
+    reachable: dict[str, str] = {}
+    for index, (directory, fd) in enumerate(sorted(handles.items())):
+        target = os.path.join(into, str(index))
+        try:
+            os.makedirs(target, mode=0o700, exist_ok=True)
+            # not recursive: a recursive bind would carry the covering tmpfs along
+            if (mount(f"/proc/self/fd/{fd}", target, None, MS_BIND, None)
+                    and mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)):
+                reachable[directory] = target
+        except OSError:
+            pass
+        finally:
             os.close(fd)
+    return reachable
+
+
+def covered_source(path: str, reachable: dict[str, str]) -> str | None:
+    """Where host ``path`` (a real path in a directory a private tmpfs covers) is reachable
+    through :func:`bind_covered`'s binds (a bind-mount source), or None."""
+    for directory, at in reachable.items():
+        if path.startswith(directory.rstrip("/") + "/"):
+            return at + path[len(directory.rstrip("/")):]
+    return None
 
 
 def private_network() -> bool:
@@ -109,32 +150,41 @@ def private_network() -> bool:
     return unshare(CLONE_NEWNET)
 
 
-def private_tmp(keep: list[str] = (), size_mb: int = 64) -> tuple[list[str], list[str]]:
+class PrivateTmp(NamedTuple):
+    """What :func:`private_tmp` did: the directories now covered by a private tmpfs (real path ->
+    an O_PATH handle on the host directory underneath, :func:`covered_source`) and the kept paths
+    bind-mounted inside them (the caller's clean-up must never delete those)."""
+
+    covered: dict[str, int]
+    kept: list[str]
+
+
+def private_tmp(keep: list[str] = (), size_mb: int = 64) -> PrivateTmp:
     """New mount namespace with fresh, size-capped tmpfs over the world-writable directories.
 
     Mount propagation is made private *first*, so nothing here can reach the host's mounts; if
     that fails we mount nothing. ``keep`` paths that live inside such a directory (e.g. the
     interpreter or our package checked out under /tmp) are bind-mounted back, read-only, into the
-    fresh tmpfs; when that fails the directory is left as it was (shared). Returns (directories
-    now covered by a private tmpfs, the kept paths bind-mounted inside them); the caller's
-    clean-up must never delete the latter.
+    fresh tmpfs; when that fails the directory is left as it was (shared). The caller owns the
+    returned handles (:func:`bind_covered` closes them).
     """
     if not unshare(CLONE_NEWNS):
-        return [], []
+        return PrivateTmp({}, [])
     if not mount(None, "/", None, MS_REC | MS_PRIVATE, None):
-        return [], []
+        return PrivateTmp({}, [])
     kept = [os.path.realpath(k) for k in keep if k and os.path.isdir(k)]
-    covered: list[str] = []
+    covered: dict[str, int] = {}
     bound: list[str] = []
     for path in WRITABLE_DIRS:
         real = os.path.realpath(path)
-        if not os.path.isdir(real) or real in kept:
+        if not os.path.isdir(real) or real in kept or real in covered:
             continue
         inside = _outermost([k for k in kept if k.startswith(real + "/")])
-        if _tmpfs_keeping(real, inside, size_mb):
-            covered.append(real)
+        handle = _tmpfs_keeping(real, inside, size_mb)
+        if handle is not None:
+            covered[real] = handle
             bound.extend(inside)
-    return covered, bound
+    return PrivateTmp(covered, bound)
 
 
 def expose_paths(paths: list[str]) -> list[str]:
@@ -289,7 +339,7 @@ def build_view(root: str, places: dict[str, str], uid: int | None = None) -> boo
     if not mount("lever_sandbox_root", root, "tmpfs", MS_NOSUID, "size=1m,mode=0755"):
         return False
     try:
-        for sub in ("tmp", "proc", "dev/shm", "var", "etc"):
+        for sub in ("tmp", "proc", "dev/shm", "var", "etc", TASK_INPUTS.lstrip("/")):
             os.makedirs(os.path.join(root, sub), mode=0o755, exist_ok=True)
         os.symlink("/tmp", os.path.join(root, "var/tmp"))
         for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
@@ -324,9 +374,9 @@ def build_view(root: str, places: dict[str, str], uid: int | None = None) -> boo
         return False
 
 
-def fresh_tmpfs(target: str, size_mb: int) -> bool:
+def fresh_tmpfs(target: str, size_mb: int, mode: str = "1777") -> bool:
     """A new, empty tmpfs at ``target`` (one per task: the clean-up is its unmount)."""
-    return mount("lever_sandbox_task", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=1777")
+    return mount("lever_sandbox_task", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode={mode}")
 
 
 def mount_proc(target: str) -> bool:

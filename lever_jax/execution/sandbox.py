@@ -273,7 +273,8 @@ class Sandbox:
             worker.busy_since = time.monotonic()
         worker.inflight.append(item)
         worker.outgoing += encode_message({"id": index, "function": task.function, "payload": task.payload,
-                                             "readable": [str(r) for r in task.readable]})
+                                             "readable": {os.path.abspath(str(r)): os.path.realpath(str(r))
+                                                           for r in task.readable}})
         self._flush(worker)
 
     def _flush(self, worker: _Worker) -> None:

@@ -66,6 +66,7 @@ class Worker:
         self.task_binds: list[str] = []
         self.tmp_mounted = False
         self.layout = Layout({})
+        self.covered: dict[str, str] = {}  # covered world-writable directory -> where it is reachable
         self.relocation: tuple[dict[str, str], list[str]] | None = None  # applied by each zygote (view)
         self.broken = False  # a clean-up failed: the zygote exits after this task and is replaced
 
@@ -81,8 +82,8 @@ class Worker:
         # not the directory we were started from nor the rest of sys.path (sandbox_paths).
         wanted = sandbox_paths.code_paths()
         readable = [str(r) for r in self.limits.get("readable", ())]
-        p["private_tmp_dirs"], p["private_tmp_kept"] = (isolation.private_tmp(keep=wanted + readable) if root
-                                                        else ([], []))
+        private = isolation.private_tmp(keep=wanted + readable) if root else isolation.PrivateTmp({}, [])
+        p["private_tmp_dirs"], p["private_tmp_kept"] = sorted(private.covered), private.kept
         p["mount_namespace"] = bool(p["private_tmp_dirs"])
         # The interpreter or this checkout under /tmp is bind-mounted back read-only into the
         # private /tmp (isolation.private_tmp); if that failed /tmp stays shared, and we say so.
@@ -93,6 +94,11 @@ class Worker:
         self.base = tempfile.mkdtemp(prefix="lever-sandbox-")
         os.chmod(self.base, 0o711)
         self._setup_view(wanted + readable)
+        # Per-task inputs that live in a covered directory are bound into the view from here;
+        # without a view, tasks would see this directory in their /tmp: the handles are closed.
+        self.covered = isolation.bind_covered(private.covered if self.view else {}, os.path.join(self.base, "covered"))
+        for fd in ([] if self.view else private.covered.values()):
+            os.close(fd)
         # where a task finds what is not at its host path (Sandbox.task_path)
         p["relocated"] = self.layout.moved()
         if not self.view and p["private_tmp_kept"]:  # the task would see them in its /tmp: move them
@@ -181,6 +187,7 @@ class Worker:
             reply.update(status="error", error=f"cannot import task function {msg['function']!r}: {err!r}")
             return reply
         p = self.protections
+        payload = msg["payload"]
         if self.view:
             if not self.tmp_mounted and not (
                     isolation.fresh_tmpfs(self.view + "/tmp", int(self.limits.get("tmp_mb", 64)))
@@ -191,7 +198,7 @@ class Worker:
                 return reply
             self.tmp_mounted = True
             tmpdir = "/tmp"
-            self._bind_readable([r for r in msg.get("readable") or () if isinstance(r, str)])
+            payload = self._shown_payload(payload, self._bind_readable(msg.get("readable")))
         else:
             tmpdir = tempfile.mkdtemp(dir=self.base)
             if p["drop_privileges"]:
@@ -202,7 +209,7 @@ class Worker:
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns
-            self._child(fn, msg["payload"], tmpdir, res_w, out_w, nonce)
+            self._child(fn, payload, tmpdir, res_w, out_w, nonce)
         os.close(res_w)
         os.close(out_w)
         try:
@@ -227,15 +234,43 @@ class Worker:
         if not clean:
             self._unmount_task()
 
-    def _bind_readable(self, paths: list[str]) -> None:
-        """Show this task's own read-only inputs (its database) in the view, until it ends."""
-        hidden = sandbox_paths.hidden_dirs()  # a task's /tmp and /dev/shm stay its own, empty
-        for path in paths:
-            real = os.path.realpath(path)
-            shown = self.layout.place(real) is not None or sandbox_paths.inside(real, hidden)
-            if os.path.isabs(real) and os.path.exists(real) and not shown:
-                if isolation.bind_into(self.view, real):
-                    self.task_binds.append(self.view + real)
+    def _bind_readable(self, readable: Any) -> dict[str, str]:
+        """Show this task's own read-only inputs (its database) in the view, until it ends.
+        ``readable``: {path as the caller spelled it: its real path}. Returns {spelling: where
+        the task finds it} for the inputs not shown at the spelled path."""
+        shown: dict[str, str] = {}
+        if not isinstance(readable, dict):
+            return shown
+        for spelled, real in readable.items():
+            if isinstance(spelled, str) and isinstance(real, str) and os.path.isabs(real):
+                place = self.layout.place(real) or self._bind_input(real)
+                if place is not None and place != spelled:
+                    shown[spelled] = place
+        return shown
+
+    def _bind_input(self, real: str) -> str | None:
+        """Bind host ``real`` into this task's own inputs tmpfs (isolation.TASK_INPUTS, mounted
+        for the first input), from where the zygote still reaches it when it lives in a directory
+        every task sees as its own, empty one (/tmp). Returns where the task finds it, or None."""
+        hidden = sandbox_paths.inside(real, sandbox_paths.hidden_dirs())
+        source = isolation.covered_source(real, self.covered) if hidden else real
+        if source is None or not os.path.exists(source):
+            return None
+        inputs = self.view + isolation.TASK_INPUTS
+        if not self.task_binds:
+            if not isolation.fresh_tmpfs(inputs, 1, mode="0755"):
+                return None
+            self.task_binds.append(inputs)
+        place = isolation.TASK_INPUTS + real
+        return place if isolation.bind_into(self.view, source, at=place) else None
+
+    @staticmethod
+    def _shown_payload(payload: Any, shown: dict[str, str]) -> Any:
+        """The task's payload with every top-level value naming one of its inputs (``Task.readable``)
+        replaced by where the task finds that input."""
+        if not shown or not isinstance(payload, dict):
+            return payload
+        return {key: shown.get(value, value) if isinstance(value, str) else value for key, value in payload.items()}
 
     def _unmount_task(self) -> None:
         """The per-task clean-up: detach the task's /dev/shm and /tmp (a lazy unmount cannot be

@@ -21,9 +21,7 @@ Databases are found under :func:`lever_jax.data.spider_db.default_db_root` (env
 from __future__ import annotations
 
 import math
-import os
 import sqlite3
-import sys
 import time
 import urllib.parse
 from pathlib import Path
@@ -43,10 +41,8 @@ KEY_ROWS = 5  # LEVER groups on the flattened first 5 rows
 PREVIEW_CHARS = 200
 MAX_ERROR_CHARS = 500
 _PROGRESS_STEPS = 1000
-_SANDBOX_HINT = (" (SQL runs in the sandbox as an unprivileged user who sees only the interpreter, the package and "
-                 "the database root: the database must be under LEVER_JAX_DB_DIR (or a path given to "
-                 "Sandbox(readable=...)), world-readable and not under /tmp, /var/tmp or /dev/shm)")
-_PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+_SANDBOX_HINT = (" (SQL runs in the sandbox as an unprivileged user who is shown the interpreter, the package and "
+                 "its own database file: the file must exist and be world-readable)")
 
 # Read-only introspection pragmas a query may use (their argument is a table/index name).
 _SAFE_PRAGMAS = frozenset({"table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
@@ -221,19 +217,6 @@ def _error_execution(problem: Problem, candidate: Candidate, status: str, error:
                      result_text=_short(f"ERROR: {message}"), error=message, correct=False, details=details)
 
 
-def _warn_if_hidden_from_sandbox(root: Path) -> None:
-    """Warn when sandboxed tasks will not be able to read ``root`` (the sandbox drops to another
-    uid and mounts a private /tmp only when started as root)."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return
-    resolved = root.resolve()
-    hidden = any(str(resolved) == d or str(resolved).startswith(d + "/") for d in _PRIVATE_DIRS)
-    closed = [p for p in (resolved, *resolved.parents) if p.exists() and not p.stat().st_mode & 0o001]
-    if hidden or closed:
-        why = "is under a directory the sandbox hides" if hidden else f"is not world-searchable ({closed[-1]})"
-        print(f"lever-jax: warning: database root {resolved} {why}{_SANDBOX_HINT}", file=sys.stderr)
-
-
 def _invalid_record(value: Mapping[str, Any]) -> str | None:
     """What is wrong with the task's record (None: plain data of the expected types). A SQL
     candidate runs no Python, so it cannot reach the judge in the child; the parent still reads
@@ -263,7 +246,6 @@ class _SqlExecutor:
             from lever_jax.data.spider_db import default_db_root
 
             self._db_root = default_db_root()
-            _warn_if_hidden_from_sandbox(self._db_root)
         return self._db_root
 
     def _payload(self, db_path: Path, candidate: Candidate) -> dict[str, Any]:
