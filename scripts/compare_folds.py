@@ -23,7 +23,8 @@ import numpy as np
 
 from lever_jax.data.arrays import problems_to_arrays
 from lever_jax.data.folds import assign_folds
-from lever_jax.pipeline.run import RunConfig, load_pool
+from lever_jax.pipeline.pools import load_pool
+from lever_jax.pipeline.run import RunConfig
 from lever_jax.rerank import statistics, table
 
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from lever_jax.inputs.tokenizers import get_vocabulary
 from lever_jax.pipeline.encoder_features import program_text, result_text
-from lever_jax.pipeline.run import RunConfig, load_pool
+from lever_jax.pipeline.pools import load_pool
+from lever_jax.pipeline.run import RunConfig
 
 
 def describe(name: str, lengths: np.ndarray, cap: int) -> str:

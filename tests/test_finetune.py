@@ -8,7 +8,8 @@ import jax
 import numpy as np
 from flax import linen as nn
 
-from lever_jax.pipeline.finetune import FinetuneConfig, FinetuneTrainer, PoolStates, RaggedStates, build_rows
+from lever_jax.pipeline.finetune import FinetuneConfig, FinetuneTrainer, build_rows
+from lever_jax.pipeline.finetune_states import PoolStates, RaggedStates
 from lever_jax.models.configs import LossConfig
 from lever_jax.models.verifier import verifier_loss
 
@@ -119,7 +120,7 @@ class _CountingEncoder:
 
 
 def test_state_cache_re_encodes_only_the_segment_whose_settings_changed(tmp_path) -> None:
-    from lever_jax.pipeline.finetune import cached_states
+    from lever_jax.pipeline.finetune_states import cached_states
 
     enc = _CountingEncoder()
     texts = {"question": ["q one", "q two"], "result": ["{'answer': '3'}", "ERROR"]}

@@ -128,16 +128,17 @@ def test_convention_is_part_of_the_cache_key(sandbox, tmp_path):
 
 
 def test_run_pools_and_stamp_record_the_convention(tmp_path):
-    from lever_jax.pipeline import run as run_lib
+    from lever_jax.pipeline import pools
+    from lever_jax.pipeline.run import RunConfig
 
     for pool in ("gsm8k_code002", "gsm8k_other_llms"):
-        assert run_lib.POOLS[pool]["executor_options"] == {"convention": "faithful_cot"}
+        assert pools.POOLS[pool]["executor_options"] == {"convention": "faithful_cot"}
     samples = tmp_path / "s.samples.jsonl"
     jsonl.write_problems(samples, [Problem("p", "gsm8k", "q", {}, 5, (Candidate("ans = 5"),))])
-    cfg = run_lib.RunConfig(execution_workers=1, execution_cache_dir=str(tmp_path / "c"),
-                            executed_dir=str(tmp_path / "x"), progress=False)
-    (lever,) = run_lib._execute(cfg, tmp_path, samples, "gsm8k", "a")
-    (faithful,) = run_lib._execute(cfg, tmp_path, samples, "gsm8k", "b", {"convention": "faithful_cot"})
+    cfg = RunConfig(execution_workers=1, execution_cache_dir=str(tmp_path / "c"),
+                    executed_dir=str(tmp_path / "x"), progress=False)
+    (lever,) = pools._execute(cfg, tmp_path, samples, "gsm8k", "a")
+    (faithful,) = pools._execute(cfg, tmp_path, samples, "gsm8k", "b", {"convention": "faithful_cot"})
     assert not lever.candidates[0].execution.correct and faithful.candidates[0].execution.correct
     stamps = {n: json.loads((tmp_path / "x" / f"{n}-all.executed.jsonl.json").read_text())["executor"] for n in "ab"}
     assert stamps == {"a": "gsm8k:gsm8k-2-lever", "b": "gsm8k:gsm8k-2-faithful_cot"}
@@ -185,7 +186,8 @@ def test_run_uses_the_executors_timeout_unless_set():
     """`lever-jax run` on a user's GSM8k file runs LEVER's 2 s; the bundled pools' convention 10 s;
     an explicit RunConfig.execution_timeout_s wins."""
     from lever_jax.execution.registry import get_executor
-    from lever_jax.pipeline.run import RunConfig, execution_limits
+    from lever_jax.pipeline.pools import execution_limits
+    from lever_jax.pipeline.run import RunConfig
 
     assert execution_limits(RunConfig(), get_executor("gsm8k")).timeout_s == 2.0
     faithful = get_executor("gsm8k", {"convention": "faithful_cot"})

@@ -132,7 +132,8 @@ def test_unknown_train_pool_mode_is_one_clear_error() -> None:
 
 
 def test_add_mode_without_a_pool_is_one_clear_error(tmp_path) -> None:
-    from lever_jax.pipeline.run import RunConfig, training_view
+    from lever_jax.pipeline.pools import training_view
+    from lever_jax.pipeline.run import RunConfig
 
     problems = _problems(20)
     arrays = problems_to_arrays(problems)

@@ -5,7 +5,7 @@ constructor keyword with a closed set of string values (:data:`EXECUTOR_OPTIONS`
 is the default, which is LEVER's behaviour); the executor's ``version`` names the chosen value, so
 the execution cache and ``lever-jax run``'s executed-file stamp keep the variants apart. The CLI
 spells an option ``lever-jax execute --executor-option KEY=VALUE``; ``lever-jax run`` pools name
-theirs in ``lever_jax.pipeline.run.POOLS`` (``executor_options``).
+theirs in ``lever_jax.pipeline.pools.POOLS`` (``executor_options``).
 """
 from __future__ import annotations
 

@@ -11,17 +11,19 @@ over-confident, and the residual would learn too little from it. The fold's trai
 split into `inner_folds` groups, each scored by a head trained on the other groups; the dev slice
 and the held-out fold are scored by a head trained on all of the fold's training problems. Every
 head trains `HeadConfig.steps` steps and keeps its last parameters (the dev slice selects the text
-verifier's checkpoint, not the heads').
+verifier's checkpoint, not the heads'). :class:`OffsetVerifier` gives every fold of the cross-fitting
+loop (lever_jax.pipeline.crossfit) its offsets, saved once per fold as ``fold_dir/offsets.npy``.
 """
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from lever_jax.data import paths
+from lever_jax.pipeline.crossfit import FoldResult, FoldRows, StepVerifier
 from lever_jax.pipeline.encoder_features import PoolFeatures
 from lever_jax.pipeline.head import HeadConfig, HeadTrainer
 
@@ -72,3 +74,19 @@ def cached_fold_offsets(path: Path, trainer: HeadTrainer, rows: Mapping[str, np.
     with paths.staged(path) as tmp, open(tmp, "wb") as handle:
         np.save(handle, offsets)
     return offsets
+
+
+@dataclasses.dataclass(frozen=True)
+class OffsetVerifier:
+    """FoldVerifier (lever_jax.pipeline.crossfit) of the boosted fine-tune: before a fold trains,
+    its features-head offsets (``fold_dir/offsets.npy``, computed once) are set on the trainer."""
+
+    inner: StepVerifier  # over a FinetuneTrainer (``set_offset``)
+    offset_head: HeadTrainer  # the features-only head (:func:`features_head_trainer`)
+    inner_folds: int
+
+    def fit_and_score(self, fold: int, rows: FoldRows, fold_dir: Path) -> FoldResult:
+        trainer: Any = self.inner.trainer
+        trainer.set_offset(cached_fold_offsets(fold_dir / "offsets.npy", self.offset_head, rows, fold,
+                                               self.inner_folds))
+        return self.inner.fit_and_score(fold, rows, fold_dir)

@@ -7,7 +7,8 @@ verifier reads ``question | program | result``; here:
    `frozen_layers` layers encode every distinct question, program (comments stripped, tail kept)
    and execution result once, as separate segments (``[CLS] ... [SEP]`` each, own positions),
    in length-bucketed batches (lever_jax.inputs.packing.bucket). The hidden states (float16,
-   ragged) are cached under DIR/finetune_cache/ and shared by every fold and run.
+   ragged) are cached under DIR/finetune_cache/ and shared by every fold and run
+   (lever_jax.pipeline.finetune_states).
 2. **Fine-tuned top layers + head, packed.** The top ``6 - frozen_layers`` pretrained layers (and a
    head) are trained per fold on the concatenated cached states of question, program and
    result. Packing without padding FLOPs: a problem's candidates share one copy of its question
@@ -18,15 +19,13 @@ verifier reads ``question | program | result``; here:
    (first-fit-decreasing). Mean-pooled question, program and result vectors feed
    lever_jax.pipeline.head's head input (text [q, p, r, q*p, q*r, p*r] and/or the hand-crafted
    candidate features) and MLP. Loss: LEVER's (models.verifier.verifier_loss).
-3. Folds, dev-loss checkpoint selection, resumption and scoring are run.train_fold's, exactly as
-   for the demo's frozen-feature head (this trainer has the same interface as HeadTrainer).
+3. Folds, dev-loss checkpoint selection, resumption and scoring are the cross-fitting loop's
+   (lever_jax.pipeline.crossfit: this trainer is a StepTrainer, like HeadTrainer); the run builds
+   it per pool in lever_jax.pipeline.verifiers.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import jax
@@ -36,18 +35,13 @@ import optax
 from flax import linen as nn
 
 from lever_jax.pipeline import gsm8k_features
-from lever_jax.data.paths import staged
-from lever_jax.data.schema import Problem
-from lever_jax.data.progress import progress_bar
-from lever_jax.pipeline.encoder_features import program_text, result_text, segment_tokens
-from lever_jax.inputs.packing import bucket
 from lever_jax.models.configs import LossConfig, encoder_config
-from lever_jax.models.encoder import EncoderClassifier, EncoderLayer
+from lever_jax.models.encoder import EncoderLayer
 from lever_jax.models.layers import NEG_INF, segment_mean
 from lever_jax.models.verifier import verifier_loss
+from lever_jax.pipeline.finetune_states import PoolStates
 from lever_jax.pipeline.head import HeadConfig, HeadMLP, head_input
 
-PARTS = ("question", "program", "result")
 TOTAL_LAYERS = 6  # all-MiniLM-L6-v2
 
 
@@ -105,134 +99,6 @@ class FinetuneConfig:
         return HeadConfig(hidden=self.hidden, dropout=self.dropout, use_program=self.use_program,
                           use_result=self.use_result, use_text=self.use_text,
                           use_candidate_features=self.use_candidate_features)
-
-
-# --------------------------------------------------------------------------- 1 cached states
-@dataclasses.dataclass(frozen=True)
-class RaggedStates:
-    """Hidden states of many sequences, concatenated: sequence i is data[start[i]:start[i+1]]."""
-
-    data: np.ndarray  # float16 [total_tokens, H]
-    start: np.ndarray  # int64 [n + 1]
-
-    def __getitem__(self, i: int) -> np.ndarray:
-        return self.data[self.start[i]:self.start[i + 1]]
-
-    def length(self, i: int) -> int:
-        return int(self.start[i + 1] - self.start[i])
-
-
-class LowerEncoder:
-    """The pretrained MiniLM's bottom `layers` layers, jitted: tokens -> hidden states."""
-
-    def __init__(self, layers: int) -> None:
-        from lever_jax.models import hf_import
-        from lever_jax.inputs.tokenizers import get_vocabulary
-
-        self.tokenizer = get_vocabulary("minilm")
-        cfg = encoder_config("minilm", num_layers=layers, dropout_rate=0.0)
-        module = EncoderClassifier(cfg)
-        init = nn.unbox(module.init(jax.random.PRNGKey(0), np.ones((1, 8), np.int32))["params"])
-        _, loaded = hf_import.load_minilm()
-        loaded = {k: v for k, v in loaded.items()
-                  if not k.startswith("layers_") or int(k.split("_")[1]) < layers}
-        self.params = jax.device_put(hf_import.merge_params(init, loaded))
-        self._encode = jax.jit(lambda p, t: module.apply({"params": p}, t, None, t != 0, True,
-                                                         method=EncoderClassifier.encode))
-
-    def encode(self, texts: Sequence[str], max_len: int, keep: str, batch_size: int,
-               progress=None) -> RaggedStates:
-        tok = self.tokenizer
-        seqs = [segment_tokens(ids, max_len, keep, tok.bos_id, tok.eos_id)
-                for ids in tok.encode_batch(texts)]
-        lengths = np.array([len(s) for s in seqs], np.int64)
-        start = np.concatenate([[0], np.cumsum(lengths)])
-        data = np.zeros((int(start[-1]), 384), np.float16)
-        for idx, width in bucket(lengths, batch_size, multiple=16):
-            batch = np.zeros((batch_size, width), np.int32)  # fixed rows: one compile per width
-            for r, i in enumerate(idx):
-                batch[r, :lengths[i]] = seqs[i]
-            states = np.asarray(self._encode(self.params, batch))
-            for r, i in enumerate(idx):
-                data[start[i]:start[i + 1]] = states[r, :lengths[i]]
-            if progress is not None:
-                progress.update(len(idx))
-        return RaggedStates(data, start)
-
-
-CACHE_CHUNK = 2048  # texts per cache file: an interrupted encoding resumes from the last chunk
-
-
-def _concat(parts: Sequence[RaggedStates]) -> RaggedStates:
-    starts, offset = [np.zeros(1, np.int64)], 0
-    for p in parts:
-        starts.append(p.start[1:] + offset)
-        offset += int(p.start[-1])
-    return RaggedStates(np.concatenate([p.data for p in parts]) if parts else np.zeros((0, 384), np.float16),
-                        np.concatenate(starts))
-
-
-def cached_states(config: FinetuneConfig, part: str, texts: Sequence[str], max_len: int, keep: str,
-                  cache_dir: Path, encoder: Callable[[], LowerEncoder], progress: bool) -> RaggedStates:
-    """States of the distinct `texts`: one cache file per chunk of CACHE_CHUNK texts, keyed by the
-    config and the chunk's texts (written atomically; a re-run encodes only missing chunks)."""
-    chunks = [texts[i:i + CACHE_CHUNK] for i in range(0, len(texts), CACHE_CHUNK)]
-    paths = []
-    for chunk in chunks:
-        h = hashlib.sha256(config.cache_key(part, max_len, keep).encode())
-        for t in chunk:
-            h.update(t.encode("utf-8", "surrogatepass") + b"\x00")
-        paths.append(Path(cache_dir) / f"{part}-{h.hexdigest()[:20]}.npz")
-    missing = [i for i, p in enumerate(paths) if not p.exists()]
-    bar = progress_bar(sum(len(chunks[i]) for i in missing), desc=f"encode {part} ({config.frozen_layers} layers)",
-                       unit="text", disable=not progress or not missing, smoothing=0.1)
-    for i in missing:
-        states = encoder().encode(chunks[i], max_len, keep, config.encode_batch_size, bar)
-        with staged(paths[i]) as tmp, open(tmp, "wb") as handle:
-            np.savez(handle, data=states.data, start=states.start)
-    bar.close()
-    loaded = []
-    for path in paths:
-        with np.load(path) as z:
-            loaded.append(RaggedStates(z["data"], z["start"]))
-    return _concat(loaded)
-
-
-@dataclasses.dataclass(frozen=True)
-class PoolStates:
-    """Cached states of a pool: question of problem b, program/result of candidate (b, n)."""
-
-    question: RaggedStates  # one per problem
-    program: RaggedStates  # one per distinct program text
-    result: RaggedStates  # one per distinct result text
-    program_index: np.ndarray  # int64 [B, N] (-1 = no candidate)
-    result_index: np.ndarray  # int64 [B, N]
-
-
-def pool_states(problems: Sequence[Problem], width: int, config: FinetuneConfig, cache_dir: Path,
-                progress: bool = True) -> PoolStates:
-    """Encode (or load) the frozen-layer states of every question, program and result."""
-    holder: list[LowerEncoder] = []
-
-    def encoder() -> LowerEncoder:
-        if not holder:
-            holder.append(LowerEncoder(config.frozen_layers))
-        return holder[0]
-
-    index = {part: np.full((len(problems), width), -1, np.int64) for part in PARTS[1:]}
-    texts: dict[str, dict[str, int]] = {part: {} for part in PARTS[1:]}
-    for b, p in enumerate(problems):
-        for n, c in enumerate(p.candidates[:width]):
-            for part, text in (("program", program_text(p, c, config.strip_comments)),
-                               ("result", result_text(c))):
-                index[part][b, n] = texts[part].setdefault(text, len(texts[part]))
-    q = cached_states(config, "question", [p.question for p in problems], config.question_len, "head",
-                      cache_dir, encoder, progress)
-    r = cached_states(config, "result", list(texts["result"]), config.result_len, "tail", cache_dir,
-                      encoder, progress)
-    pr = cached_states(config, "program", list(texts["program"]), config.program_len, "tail", cache_dir,
-                       encoder, progress)
-    return PoolStates(q, pr, r, index["program"], index["result"])
 
 
 # --------------------------------------------------------------------------- 2 packed rows
@@ -365,7 +231,7 @@ class TopVerifier(nn.Module):
 
 
 class FinetuneTrainer:
-    """Train / score the top layers + head per fold (HeadTrainer's interface, for run.train_fold)."""
+    """Train / score the top layers + head per fold (a crossfit.StepTrainer, like HeadTrainer)."""
 
     def __init__(self, config: FinetuneConfig, pool: PoolStates, labels: np.ndarray, mask: np.ndarray,
                  cand_features: Optional[np.ndarray] = None) -> None:
@@ -514,53 +380,3 @@ class FinetuneTrainer:
                 totals[key] = totals.get(key, 0.0) + float(aux[key]) * w
             n += w
         return {k: v / max(n, 1.0) for k, v in totals.items()}
-
-
-# --------------------------------------------------------------------------- 4 the run's verifier
-def finetune_verifier(cfg: Any, config: FinetuneConfig, problems: Sequence[Problem], arrays: Any,
-                      folds: np.ndarray, out: Path, timings: dict[str, float],
-                      train_fold: Callable[..., np.ndarray], fold_rows: Callable[[int], dict[str, np.ndarray]],
-                      head: Optional[HeadConfig] = None) -> np.ndarray:
-    """Cache the frozen layers, then fine-tune + score every fold (run.train_fold) -> log P(yes) [B, N].
-
-    Fold checkpoints live under a directory named by the settings that change training, so a
-    changed config never resumes a stale fold; the state cache is shared by all of them.
-    `fold_rows(fold)` gives the fold's train / dev / held-out rows (training and, with
-    `offset_features_head`, the offsets of `head`, the features-only head's settings, saved as
-    fold_dir/offsets.npy).
-    """
-    import time
-
-    from lever_jax.pipeline import features_offset
-
-    t = time.time()
-    states = pool_states(problems, arrays.shape[1], config,
-                         Path(cfg.features_dir or out / "finetune_cache"), progress=cfg.progress)
-    need_cand = config.use_candidate_features or config.offset_features_head
-    cand = gsm8k_features.pool_candidate_features(problems, arrays.shape[1]) if need_cand else None
-    timings["frozen_layers_s"] = time.time() - t
-    t = time.time()
-    trainer = FinetuneTrainer(config, states, arrays.correct, arrays.mask,
-                              cand if config.use_candidate_features else None)
-    key_doc = {"finetune": config.training_key(), "folds": cfg.num_folds, "fold_seed": cfg.fold_seed,
-               "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute}
-    offset_head = None  # the features-only head whose cross-fitted log-odds offset every fold
-    if config.offset_features_head:
-        if head is None:
-            raise ValueError("FinetuneConfig.offset_features_head needs the features-only head's settings")
-        key_doc["offset_head"] = dataclasses.asdict(head)
-        offset_head = features_offset.features_head_trainer(head, cand, arrays.correct, arrays.mask)
-    train_key = "ft-" + hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()[:12]
-    ver = np.full(arrays.shape, -np.inf, np.float32)
-    for fold in range(cfg.num_folds):
-        t_fold = time.time()
-        fold_dir = Path(cfg.folds_dir or out / "folds") / train_key / f"fold{fold}"
-        rows = fold_rows(fold)
-        if offset_head is not None:
-            trainer.set_offset(features_offset.cached_fold_offsets(
-                fold_dir / "offsets.npy", offset_head, rows, fold, config.offset_inner_folds))
-        ver[rows["heldout"]] = train_fold(trainer, fold, folds, fold_dir, cfg.dev_fraction, config.seed,
-                                          cfg.progress, rows=rows)
-        timings[f"fold{fold}_s"] = time.time() - t_fold
-    timings["train_score_s"] = time.time() - t
-    return np.where(arrays.mask, ver, -np.inf).astype(np.float32)

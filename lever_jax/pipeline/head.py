@@ -83,7 +83,7 @@ def head_input(config: HeadConfig, q: jax.Array, p: jax.Array, r: jax.Array, c: 
 
 
 class HeadTrainer:
-    """Train / score the head on the rows ``train_rows`` / any rows of a pool's features."""
+    """Train / score the head on any rows of a pool's features (a crossfit.StepTrainer, as FinetuneTrainer)."""
 
     def __init__(self, config: HeadConfig, features: PoolFeatures, labels: np.ndarray, mask: np.ndarray) -> None:
         self.config = config

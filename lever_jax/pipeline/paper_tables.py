@@ -482,7 +482,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables
     import shlex
     import sys
 
-    from lever_jax.pipeline.run import POOLS
+    from lever_jax.pipeline.pools import POOLS
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,7 +13,6 @@ from lever_jax.data import paths
 from lever_jax.data.arrays import CandidateArrays
 from lever_jax.pipeline import protocol as protocols
 from lever_jax.rerank import report, statistics
-from lever_jax.rerank import table as method_table
 
 
 def versions() -> dict[str, str]:
@@ -57,14 +56,14 @@ def verifier_summary(table: dict, headline: str, arrays: CandidateArrays, ver: n
     return extra
 
 
-def per_problem_doc(arrays: CandidateArrays, ver: np.ndarray, table: dict, use_gen_prob: bool,
-                    codet: Optional[np.ndarray]) -> dict[str, Any]:
+def per_problem_doc(arrays: CandidateArrays, table: dict, codet: Optional[np.ndarray]) -> dict[str, Any]:
     """Per-problem correctness of every method (the one table's values; null where a method does
     not apply), so paired comparisons across runs (scripts/paper_tables.py) need no recomputation."""
-    values = {k: v for k, (v, _) in method_table.per_problem(arrays, ver, use_gen_prob=use_gen_prob).items()
-              if k in table}
+    values = {}
     for name, row in table.items():
-        if name not in values and row.choice is not None:
+        if row.values is not None:
+            values[name] = row.values
+        elif row.choice is not None:
             values[name] = statistics.choice_correct(row.choice, arrays.correct).astype(np.float64)
     if codet is not None:
         values["codet_dual_agreement"] = codet

@@ -71,12 +71,15 @@ Chooser = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (mask, counts) -> in
 @dataclasses.dataclass(frozen=True)
 class MethodResult:
     """Accuracy of one method with its bootstrap CI over ``num_problems`` problems; ``choice`` is
-    None for expectation rows (random) and -1 where a problem has no choice."""
+    None for expectation rows (random) and -1 where a problem has no choice; ``values`` (when
+    known) the per-problem correctness the CI resamples (f64[P], NaN where the method does not
+    apply), so per-problem reports need not recompute the table."""
 
     name: str
     ci: statistics.BootstrapCI
     choice: Optional[np.ndarray]
     num_problems: int
+    values: Optional[np.ndarray] = None
 
 
 def gen_logprob_for_rerank(arrays: CandidateArrays, normalize_gen: bool = False,
@@ -162,7 +165,7 @@ def method_table(
     for name, (values, choice) in per_problem(arrays, verifier_logprob, **options).items():
         known = values[~np.isnan(values)]
         ci = statistics.bootstrap_ci(known, n_resamples=n_resamples, seed=seed)
-        table[name] = MethodResult(name, ci, choice, int(known.size))
+        table[name] = MethodResult(name, ci, choice, int(known.size), values)
     return table
 
 
