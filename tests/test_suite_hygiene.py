@@ -90,3 +90,29 @@ def test_caches_stay_out_of_the_checkout_and_home(tmp_path_factory: pytest.TempP
     assert storage_directory("constants", intent_to_write=False).path.is_relative_to(base)  # nor its constants
     addopts = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
     assert "-p no:cacheprovider" in addopts  # no .pytest_cache/ in the checkout
+
+
+def _fixture_names(path: Path) -> set[str]:
+    """Functions in ``path`` decorated with ``pytest.fixture`` (called or not)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                if ast.unparse(deco.func if isinstance(deco, ast.Call) else deco) == "pytest.fixture":
+                    names.add(node.name)
+    return names
+
+
+def test_no_module_imports_a_fixture_from_another() -> None:
+    """A fixture imported into a module is a separate fixture there: a session-scoped one would be
+    set up once per importing module (the training tests each compiled the micro model from an empty
+    cache that way). Shared fixtures belong in conftest.py."""
+    imported = []
+    for path in sorted(TESTS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests."):
+                source = TESTS / f"{node.module.removeprefix('tests.')}.py"
+                if source.exists() and source.name != "conftest.py":
+                    fixtures = _fixture_names(source)
+                    imported += [f"{path.name}: {a.name} from {source.name}" for a in node.names if a.name in fixtures]
+    assert imported == [], "\n".join(imported)

@@ -1,76 +1,19 @@
-"""End to end from gin files: `lever-jax train` then `lever-jax eval` on the bundled GSM8k pool
-(smoke.gin, shrunk by bindings to a micro model so that it stays fast), plus the TPU launcher."""
+"""End to end from gin files: `lever-jax train` (the session's micro run, tests/micro_train.py) then
+`lever-jax eval` on the bundled GSM8k pool, plus the TPU launcher."""
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SMOKE = "gin_configs/runs/smoke.gin"
-# smoke.gin, made smaller still: a 1+1-layer, 16-wide T5 on 48-token inputs.
-MICRO_BINDINGS = [
-    "TRAIN_STEPS = 24",
-    "CHECKPOINT_PERIOD = 4",
-    "EVAL_PERIOD = 12",
-    "TASK_FEATURE_LENGTHS = {'inputs': 48, 'targets': 1}",
-    "configs.T5Config.d_model = 16",
-    "configs.T5Config.num_heads = 2",
-    "configs.T5Config.d_kv = 8",
-    "configs.T5Config.d_ff = 32",
-    "configs.T5Config.num_encoder_layers = 1",
-    "configs.T5Config.num_decoder_layers = 1",
-    "train.max_train_problems = 16",
-    "train.max_eval_problems = 6",
-    "evaluate.max_eval_problems = 6",
-    "train.eval_batch_size = 16",
-    "evaluate.eval_batch_size = 16",
-    "train.log_every = 1",
-    "train.progress_bar = False",
-]
-TIMING_KEYS = ("steps_per_sec", "examples_per_sec", "problems_per_sec", "eval/seconds")
-
-
-def cli_command(command: str) -> list[str]:
-    """`lever-jax <command>` as a subprocess (the console script's module entry point)."""
-    return [sys.executable, "-m", "lever_jax.cli", command]
-
-
-def run_env(cache_dir: Path) -> dict[str, str]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=str(cache_dir),
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", PYTHONPATH=str(REPO))
-    env.pop("XLA_FLAGS", None)
-    return env
-
-
-def gin_args(model_dir: Path, extra: list[str] = ()) -> list[str]:
-    args = ["--gin_file", SMOKE, "--gin_bindings", f"MODEL_DIR = '{model_dir}'"]
-    for binding in [*MICRO_BINDINGS, *extra]:
-        args += ["--gin_bindings", binding]
-    return args
-
-
-@pytest.fixture(scope="session")
-def jax_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("jax_cache")
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+from tests.micro_train import DROPOUT, REPO, cli_command, gin_args, read_jsonl, run_env
 
 
 @pytest.mark.slow
-def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
-    model_dir = tmp_path / "smoke"
-    env = run_env(jax_cache)
-    train = subprocess.run(cli_command("train") + gin_args(model_dir), cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=900)
-    assert train.returncode == 0, train.stderr[-4000:]
+def test_train_then_eval_from_gin_files(micro_run, jax_cache):
+    model_dir = micro_run.model_dir
     records = read_jsonl(model_dir / "metrics.jsonl")
     assert [r["step"] for r in records] == list(range(1, 25))
     for key in ("loss", "learning_rate", "examples_per_sec", "binary_acc"):
@@ -82,7 +25,7 @@ def test_train_then_eval_from_gin_files(tmp_path, jax_cache):
     assert (model_dir / "config.gin").read_text().count("train.train_steps") == 1
     assert any((model_dir / "tensorboard").iterdir())
 
-    ev = subprocess.run(cli_command("eval") + gin_args(model_dir), cwd=REPO, env=env,
+    ev = subprocess.run(cli_command("eval") + gin_args(model_dir, DROPOUT), cwd=REPO, env=run_env(jax_cache),
                         capture_output=True, text=True, timeout=900)
     assert ev.returncode == 0, ev.stderr[-4000:]
     task = "lever_verify_gsm8k_pool_fold1_eval"  # smoke.gin reports the held-out fold, not the dev slice

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.test_train_cli import REPO, cli_command, gin_args, jax_cache, read_jsonl, run_env  # noqa: F401
+from tests.micro_train import REPO, cli_command, gin_args, read_jsonl, run_env
 
 SEQIO_BINDINGS = ["PIPELINE = 'seqio'", "TRAIN_STEPS = 2", "EVAL_PERIOD = 100", "CHECKPOINT_PERIOD = 100"]
 # TensorFlow's native logging writes to stderr before Python can silence it: not ours.

@@ -266,9 +266,15 @@ def remove_tree(path: PathLike) -> None:
 
 
 def open_binary(path: PathLike, mode: str = "rb") -> IO[bytes]:
-    """Open for binary reading (or non-atomic writing, ``"wb"``); remote paths via fsspec."""
+    """Open for binary reading (or non-atomic writing, ``"wb"``); remote paths via fsspec.
+
+    Remote reads use fsspec's read-ahead cache (one ranged GET per block, 5 MiB on gcsfs): every
+    reader here is sequential (gzip, line by line), and gcsfs's default "adaptive" cache sends one
+    GET per small read (2,546 GETs, ~18 s on the emulator, for the 1.7 MB bundled GSM8k pool)."""
     if not is_remote(path):
         return open(local(path), mode)  # noqa: SIM115 - returned to the caller
+    if "r" in mode:
+        return _filesystem(path).open(os.fspath(path), mode, cache_type="readahead")
     return _filesystem(path).open(os.fspath(path), mode)
 
 

@@ -20,8 +20,10 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
+from types import ModuleType
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -90,10 +92,27 @@ class _RemoteEventFiles:
         paths.makedirs(path)  # object stores need no directories
 
 
-def _register_tensorboard(url: str) -> None:
-    from tensorboardX import record_writer
+def _tensorboardx() -> ModuleType:
+    """tensorboardX, imported without torch unless torch is loaded already.
 
-    record_writer.register_writer_factory(paths.scheme(url), _RemoteEventFiles())
+    tensorboardX imports torch when it is installed (the ``parity`` extra), only to accept torch
+    tensors; this writer logs Python scalars. That import was ~3 s of CPU in every training
+    process. While tensorboardX loads, ``import torch`` raises ImportError (its own fallback);
+    afterwards torch imports normally."""
+    if "torch" in sys.modules or "tensorboardX" in sys.modules:
+        import tensorboardX
+
+        return tensorboardX
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        import tensorboardX
+    finally:
+        del sys.modules["torch"]
+    return tensorboardX
+
+
+def _register_tensorboard(url: str) -> None:
+    _tensorboardx().record_writer.register_writer_factory(paths.scheme(url), _RemoteEventFiles())
 
 
 class MetricsWriter:
@@ -122,7 +141,7 @@ class MetricsWriter:
             if len(keep) != len(records) or (paths.exists(self.path) and resume_step is None):
                 write_json_lines(self.path, keep)
         if tensorboard:
-            from tensorboardX import SummaryWriter
+            SummaryWriter = _tensorboardx().SummaryWriter  # noqa: N806 - the class
 
             logdir = paths.join(model_dir, TENSORBOARD_SUBDIR)
             if paths.is_remote(logdir):
