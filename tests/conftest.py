@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.micro_train import MicroRun, train_micro_run
+if TYPE_CHECKING:  # imported where used: a clone holding only some test files still loads this file
+    from tests.micro_train import MicroRun
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -65,6 +67,8 @@ def micro_run(tmp_path_factory: pytest.TempPathFactory, jax_cache: Path) -> Micr
     """The micro model trained once, uninterrupted, with dropout (tests/micro_train.py): the run the
     resume, preemption and gs:// tests must reproduce exactly. Tests only read its MODEL_DIR, except
     test_train_cli's eval, which adds MODEL_DIR/eval."""
+    from tests.micro_train import train_micro_run
+
     return train_micro_run(tmp_path_factory.mktemp("micro_run") / "model", jax_cache)
 
 
