@@ -12,9 +12,15 @@ LEVER="${LEVER:-lever-jax}"
 COMMON=(--model "$MODEL" --model-sha256 "$SHA256" --n 5 --temperature 0.6 --seed 0
         --parallel "${PARALLEL:-4}" --threads "${THREADS:-2}")
 mkdir -p "$DIR"
-"$LEVER" sample --dataset mbpp --split test "${COMMON[@]}" --output "$DIR/mbpp_test.samples.jsonl.gz"
-"$LEVER" sample --dataset mbpp --split train "${COMMON[@]}" --output "$DIR/mbpp_train.samples.jsonl.gz"
-"$LEVER" sample --dataset spider --split dev "${COMMON[@]}" --output "$DIR/spider_dev.samples.jsonl.gz"
+# A finished pool (its samples file written, its journal no longer kept) is not sampled again.
+sample() {  # sample OUTPUT ARGS...
+  local out="$1"; shift
+  if [ -f "$out" ] && [ ! -f "$out.journal.jsonl" ]; then echo "$out: done"; return; fi
+  "$LEVER" sample "$@" "${COMMON[@]}" --output "$out"
+}
+sample "$DIR/mbpp_test.samples.jsonl.gz" --dataset mbpp --split test
+sample "$DIR/mbpp_train.samples.jsonl.gz" --dataset mbpp --split train
+sample "$DIR/spider_dev.samples.jsonl.gz" --dataset spider --split dev
 # A seeded subset of Spider train (the same 1,000 problems on every run: random.Random(0)).
 "$LEVER" prompts --dataset spider --split train --output "$DIR/spider_train.prompts.jsonl"
 python3 - "$DIR/spider_train.prompts.jsonl" "$DIR/spider_train_1000.prompts.jsonl" <<'PY'
@@ -23,5 +29,4 @@ lines = [l for l in open(sys.argv[1], encoding="utf-8") if l.strip()]
 keep = sorted(random.Random(0).sample(range(len(lines)), 1000))
 open(sys.argv[2], "w", encoding="utf-8").writelines(lines[i] for i in keep)
 PY
-"$LEVER" sample --input "$DIR/spider_train_1000.prompts.jsonl" --split train "${COMMON[@]}" \
-  --output "$DIR/spider_train_1000.samples.jsonl.gz"
+sample "$DIR/spider_train_1000.samples.jsonl.gz" --input "$DIR/spider_train_1000.prompts.jsonl" --split train

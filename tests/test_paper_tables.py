@@ -34,8 +34,9 @@ def _fake_run(calls: list):
         per["methods"]["greedy"][0] = None  # a method that does not apply to one problem
         limit = next((int(b.split("=")[1]) for b in bindings if b.startswith("RunConfig.train_problems")), None)
         per_fold = int(n * 0.8 * 0.9)
+        train_pool = next((b.split("'")[1] for b in bindings if b.startswith("RunConfig.train_pool")), None)
         metrics = {"problems": n, "samples": 14 * n, "verifier": {"binary_acc": 0.8},
-                   "training": {"train_rows_per_fold": [min(limit or per_fold, per_fold)] * 5},
+                   "training": {"train_rows_per_fold": [min(limit or per_fold, per_fold)] * 5, "train_pool": train_pool},
                    "accuracy_at_k": {m: [{"k": k, "accuracy": 0.5, "std": 0.01} for k in (1, 2, 4, 14)]
                                      for m in ("majority_vote", "lever", "oracle")}}
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -97,6 +98,39 @@ def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     assert calls == []
     rows = {r["ablation"]: r for r in partial["pools"]["gsm8k_code002"]["ablations"]}
     assert rows["no_exec"]["n/a"] == "not run" and "accuracy" in rows["no_program"]
+
+
+def test_a_pool_with_a_train_split_gets_levers_protocol_row_and_the_gold_ablation(tmp_path) -> None:
+    """MBPP (a gold program, a TRAIN split's pool): the LEVER's-protocol run sits under the LEVER row,
+    paired with the main run's baselines; '- gold program' is retrained with RunConfig.add_gold = False."""
+    calls: list = []
+    pools = {"mbpp_qwen05b": "mbpp"}
+    doc = pt.Tables(tmp_path, _fake_run(calls), list(pools), pools, bootstrap=300, sections=("protocol", "ablations"),
+                    train_pools={"mbpp_qwen05b": "mbpp_qwen05b_train"}).build()
+    bindings = {str(d.relative_to(tmp_path / "runs")): b for d, b in calls}
+    assert "RunConfig.protocol = 'lever'" in bindings["mbpp_qwen05b/lever_protocol"]
+    assert "RunConfig.train_pool = 'mbpp_qwen05b_train'" in bindings["mbpp_qwen05b/lever_protocol"]
+    assert "RunConfig.add_gold = False" in bindings["mbpp_qwen05b/no_gold"]
+    keys = [r["key"] for r in doc["pools"]["mbpp_qwen05b"]["main"]]
+    assert keys[keys.index("lever") + 1] == "lever_protocol"
+    row = doc["pools"]["mbpp_qwen05b"]["main"][keys.index("lever_protocol")]
+    own = json.loads((tmp_path / "runs/mbpp_qwen05b/lever_protocol/per_problem.json").read_text())["methods"]
+    main = json.loads((tmp_path / "runs/mbpp_qwen05b/main/per_problem.json").read_text())["methods"]
+    want = np.mean(np.array(own["lever"]) - np.array(main["majority_vote"]))
+    assert row["minus_majority_vote"]["gain"] == pytest.approx(want)
+    assert row["paper"] == 68.9 and "mbpp_qwen05b_train" in row["label"] and row["comparable"] == "no"
+    assert "accuracy" in {r["ablation"]: r for r in doc["pools"]["mbpp_qwen05b"]["ablations"]}["no_gold"]
+    pt.write(tmp_path, doc, "python scripts/paper_tables.py")
+    assert "| LEVER, LEVER's protocol (trained on mbpp_qwen05b_train) | `lever_protocol` |" in \
+        (tmp_path / "paper_tables.md").read_text()
+
+
+def test_every_train_split_pool_names_the_pool_it_trains() -> None:
+    from lever_jax.pipeline.pools import POOLS
+
+    linked = {p: POOLS[p]["train_pool"] for p in POOLS if "train_pool" in POOLS[p]}
+    assert linked and all(POOLS[t]["train_split_of"] == p and POOLS[t]["dataset"] == POOLS[p]["dataset"]
+                          for p, t in linked.items())
 
 
 def test_unknown_pool_or_section_is_one_clear_error() -> None:

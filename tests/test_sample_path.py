@@ -59,8 +59,10 @@ def test_lever_protocol_trains_on_train_split_and_scores_every_test_problem(
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["problems"] == 6 and metrics["training"]["protocol"] == "lever"
     assert metrics["training"]["train_rows_per_fold"] == [7]  # 8 train problems, 1 held out as dev
+    assert metrics["training"]["gold_rows_per_fold"] == [7]  # LEVER's gold positives: the 7 trained problems'
     report = (tmp_path / "run" / "report.md").read_text()
     assert "LEVER's protocol" in report and "cross-fitting" not in report
+    assert "Gold programs added to training as positives" in report
     scores = json.loads((tmp_path / "run" / "scores.json").read_text())
     test_ids = {p.problem_id for p in read_problems(executed_splits["test"])}
     assert {p["problem_id"] for p in scores["problems"]} == test_ids

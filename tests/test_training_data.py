@@ -11,7 +11,8 @@ from lever_jax.data.arrays import problems_to_arrays
 from lever_jax.data.errors import UserError
 from lever_jax.data.folds import assign_folds, fold_rows
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.pipeline.training_data import TRAIN_ID_PREFIX, build_view, nested_rank
+from lever_jax.pipeline.training_data import (GOLD_ID_PREFIX, TRAIN_ID_PREFIX, build_view, nested_rank,
+                                              with_gold_rows)
 
 
 def _problems(n: int, dataset: str = "gsm8k", tag: str = "a", start: int = 0) -> list[Problem]:
@@ -162,3 +163,27 @@ def test_added_pool_through_lever_jax_run(tmp_path) -> None:
     assert docs["add"]["problems"] == docs["own"]["problems"] == 16
     keys = [{p.name for p in (tmp_path / k / "folds").iterdir()} for k in ("own", "add")]
     assert keys[0] and keys[1] and not keys[0] & keys[1]  # a shared folds_dir would never resume the other
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(10, 60), fold=st.integers(0, 4), seed=st.integers(0, 3), cap=st.sampled_from([None, 5]),
+       every=st.integers(1, 4))
+def test_gold_rows_train_only_with_their_problem_and_move_no_other_row(n, fold, seed, cap, every) -> None:
+    """RunConfig.add_gold: a gold row trains iff its problem's row trains (never dev, never scored),
+    and every other row's train / dev / held-out membership is what it is without gold."""
+    problems = _problems(n)
+    plain, _ = _view(problems, train_problems=cap)
+    golds = [(row, Problem(problem_id=p.problem_id, dataset=p.dataset, question=p.question, context={}, gold=p.gold,
+                           candidates=(Candidate(program=f"answer = {p.gold}", execution=Execution(
+                               status="ok", result_key=str(p.gold), result_text=str(p.gold), correct=True)),)))
+             for row, p in enumerate(problems) if row % every == 0]
+    view = with_gold_rows(plain, golds)
+    before, after = plain.resolved_rows(fold, 0.1, seed), view.resolved_rows(fold, 0.1, seed)
+    assert view.gold_rows == len(golds) and view.base_rows == n
+    assert np.array_equal(after["dev"], before["dev"]) and np.array_equal(after["heldout"], before["heldout"])
+    assert np.array_equal(after["train"][after["train"] < n], before["train"])
+    trained_gold = {int(view.gold_source[r - n]) for r in after["train"] if r >= n}
+    assert trained_gold == {row for row, _ in golds} & set(before["train"].tolist())
+    assert all(view.problems[r].problem_id == GOLD_ID_PREFIX + view.problems[view.gold_source[r - n]].problem_id
+               for r in range(n, n + len(golds)))
+    assert np.array_equal(view.arrays.correct[:n], plain.arrays.correct)  # the scored rows are untouched

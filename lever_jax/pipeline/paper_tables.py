@@ -28,7 +28,9 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from lever_jax.data.errors import UserError
-from lever_jax.data.jsonl import atomic_writer, write_json
+from lever_jax.data.jsonl import write_json
+from lever_jax.inputs.feeds import GOLD_DATASETS
+from lever_jax.pipeline.paper_tables_markdown import render, write
 from lever_jax.rerank import statistics
 from lever_jax.rerank.table import METHODS
 
@@ -42,25 +44,27 @@ ABLATIONS = (("none", "LEVER (full)"), ("no_gold", "- gold program in training")
              ("no_agg", "- aggregation"), ("no_gen_prob", "- P_LM"))
 TRANSFERS = (("gsm8k_code002", "gsm8k_other_llms"), ("gsm8k_other_llms", "gsm8k_code002"))
 SIZES = (250, 500)
-SECTIONS = ("ablations", "sizes", "transfer")
+SECTIONS = ("protocol", "ablations", "sizes", "transfer")
 QUICK_SIZES = (4, 8)
 BASELINES = ("majority_vote", "ml_ep")
 POOL_GIN = {"gsm8k": "gin_configs/runs/demo.gin", "humaneval": "gin_configs/runs/humaneval.gin",
+            "mbpp": "gin_configs/runs/mbpp_qwen05b.gin",
             "wikitq_binder": "gin_configs/runs/wikitq_binder.gin"}
 QUICK_BINDINGS = ("RunConfig.max_problems = 24", "RunConfig.num_folds = 2", "RunConfig.bootstrap = 200",
                   "RunConfig.execute = False", "FeatureConfig.question_len = 48", "FeatureConfig.program_len = 48",
                   "FeatureConfig.result_len = 32", "HeadConfig.steps = 12", "HeadConfig.eval_every = 6",
-                  "HeadConfig.warmup_steps = 2", "HeadConfig.problems_per_step = 8")
+                  "HeadConfig.warmup_steps = 2", "HeadConfig.problems_per_step = 8", "FinetuneConfig.steps = 8",
+                  "FinetuneConfig.eval_every = 4", "FinetuneConfig.warmup_steps = 2")
 NO_GOLD = {
     "gsm8k": "GSM8k has no gold program (LEVER has none either)",
     "wikitq_binder": "no gold SQL: WikiTQ has none and SQUALL's annotations are not bundled",
-    "humaneval": "HumanEval has a gold program (the canonical solution), but `lever-jax run`'s verifiers "
-                 "train on the pool's candidates only (gold positives exist in `lever-jax train`, "
-                 "train.add_gold)",
+    "humaneval": "HumanEval is not in LEVER, which adds gold programs for Spider, WikiTQ and MBPP only "
+                 "(RunConfig.add_gold)",
 }
 # What the paper reports (LEVER + Codex code-davinci-002; /work/shared/LEVER_NOTES.md, the CodeT
 # paper for HumanEval) per dataset: method key -> number.
 PAPER = {"gsm8k": {"greedy": 67.2, "ml_ep": 72.6, "lever": 84.5},
+         "mbpp": {"greedy": 62.0, "ml_ep": 60.2, "majority_vote": 63.0, "lever": 68.9, "lever_protocol": 68.9},
          "wikitq_binder": {"greedy": 53.0, "ml_ep": 54.9, "lever": 65.8},
          "humaneval": {"codet_dual_agreement": 36.7}}
 # Why a pool's rows differ from the paper's (notes cited by letter in the tables).
@@ -78,12 +82,19 @@ POOL_NOTES = {
     "humaneval_codegen16b_hidden_inputs": {
         "S": "UPPER BOUND, not deployable: the hidden tests' inputs feed the verifier and the grouping",
         "T": "the verifier is cross-fitted on the 164 test problems"},
+    "mbpp_qwen05b": {"S": "Qwen2.5-Coder-0.5B-Instruct (4-bit Q4_K_M) samples drawn by lever-jax on a CPU, 5 per "
+                          "problem at temperature 0.6 + the greedy decode; the paper's are Codex code-davinci-002, "
+                          "a far stronger model (its greedy: 62.0 vs this pool's ~27)",
+                     "T": "the `lever` row's verifier is cross-fitted on the 500 test problems; the `lever_protocol` "
+                          "row follows LEVER's protocol (trained on the train split's pool, 374 problems; checkpoint "
+                          "picked on a held-out 10% of them)",
+                     "V": "the verifier is all-MiniLM-L6-v2 with its top layer fine-tuned on LEVER's input "
+                          "(question + program + execution result) and gold programs as positives, not T5-large"},
     "wikitq_binder": {"S": "94 WikiTQ test questions x 20 Binder (gpt-3.5) samples, not Codex on the full test "
                            "set; correct = LEVER's relaxed checker (the paper's 65.8 uses it)",
                       "T": "the verifier is cross-fitted on those test questions"},
 }
-VERIFIER_NOTE = ("the verifier is a small head on frozen MiniLM features (+ GSM8k's hand-crafted features), "
-                 "not LEVER's fine-tuned T5 / RoBERTa-large")
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,8 +133,10 @@ class Tables:
 
     def __init__(self, out: Path, run_fn: RunFn, pools: Sequence[str], datasets: dict[str, str],
                  gin_files: Optional[Sequence[str]] = None, bindings: Sequence[str] = (), quick: bool = False,
-                 bootstrap: int = 10_000, sections: Sequence[str] = SECTIONS, run_new: bool = True) -> None:
+                 bootstrap: int = 10_000, sections: Sequence[str] = SECTIONS, run_new: bool = True,
+                 train_pools: Optional[dict[str, str]] = None) -> None:
         self.out, self.run_fn, self.pools, self.datasets = out, run_fn, list(pools), datasets
+        self.train_pools = dict(train_pools or {})  # pool -> its TRAIN split's pool (LEVER's protocol row)
         self.gin_files, self.user_bindings, self.quick = gin_files, list(bindings), quick
         self.bootstrap = 200 if quick else bootstrap
         self.sizes = QUICK_SIZES if quick else SIZES
@@ -170,7 +183,8 @@ class Tables:
         return {f"minus_{b}": paired(row, values[b], self.bootstrap) if b in values and b != key else None
                 for b in BASELINES}
 
-    def main_table(self, pool: str, per: dict[str, Any], metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    def main_table(self, pool: str, per: dict[str, Any], metrics: dict[str, Any],
+                   protocol: Optional[tuple[dict, dict]] = None) -> list[dict[str, Any]]:
         values = per["methods"]
         rows = []
         for key, label in MAIN_ROWS:
@@ -180,6 +194,8 @@ class Tables:
             else:
                 row.update(accuracy=accuracy_ci(values[key], self.bootstrap), **self.gains(values, values[key], key))
             rows.append(row)
+            if key == "lever" and protocol is not None:
+                rows.append(self.protocol_row(pool, per, protocol))
         second = metrics.get("methods_second_checker")
         if second and "lever" in second:  # WikiTQ: the same LEVER choices judged by the official evaluator
             row = {"key": "lever_second_checker", "label": f"LEVER, judged by the {second['checker']}",
@@ -188,6 +204,17 @@ class Tables:
             row["paper"] = 62.9 if self.datasets[pool] == "wikitq_binder" else None
             rows.append(row)
         return rows
+
+    def protocol_row(self, pool: str, per: dict[str, Any], protocol: tuple[dict, dict]) -> dict[str, Any]:
+        """LEVER under LEVER's protocol (one verifier trained on the TRAIN split's pool), paired with
+        the main run's baselines over the same problems."""
+        metrics, own = protocol
+        if own["problem_ids"] != per["problem_ids"]:
+            raise UserError(f"{pool}: the LEVER's-protocol run scored other problems than the main run")
+        lever = own["methods"]["lever"]
+        return {"key": "lever_protocol", "label": f"LEVER, LEVER's protocol (trained on "
+                f"{metrics['training']['train_pool']})", **self.comparable(pool, "lever_protocol"),
+                "accuracy": accuracy_ci(lever, self.bootstrap), **self.gains(per["methods"], lever)}
 
     def comparable(self, pool: str, key: str) -> dict[str, Any]:
         """The paper's number for this row (if any) and why ours is (not) comparable."""
@@ -260,7 +287,7 @@ class Tables:
     # ------------------------------------------------------------------ the whole thing
     # The most informative runs per CPU-second first: main tables; the scoring-only ablations (they
     # reuse the main run's folds); transfer; training sizes; the input ablations (retrained).
-    PHASES = ("main", "scoring_ablations", "transfer", "sizes", "input_ablations")
+    PHASES = ("main", "protocol", "scoring_ablations", "transfer", "sizes", "input_ablations")
     SECTION_OF = {"scoring_ablations": "ablations", "input_ablations": "ablations"}
 
     def jobs(self, phase: str, pool: str, done: dict[str, tuple[dict, dict]]) -> list[Job]:
@@ -269,9 +296,16 @@ class Tables:
             return [Job(pool, "main")]
         if self.SECTION_OF.get(phase, phase) not in self.sections:
             return []
+        if phase == "protocol":
+            train = self.train_pools.get(pool)
+            return [Job(pool, "lever_protocol", ("RunConfig.protocol = 'lever'", f"RunConfig.train_pool = '{train}'"))] \
+                if train else []
         if phase.endswith("ablations"):
             names = ("no_agg", "no_gen_prob") if phase == "scoring_ablations" else ("no_exec", "no_program")
-            return [Job(pool, a, (f"RunConfig.ablation = '{a}'",)) for a in names]
+            jobs = [Job(pool, a, (f"RunConfig.ablation = '{a}'",)) for a in names]
+            if phase == "input_ablations" and self.datasets[pool] in GOLD_DATASETS:  # retrained without gold
+                jobs.append(Job(pool, "no_gold", ("RunConfig.add_gold = False",)))
+            return jobs
         if phase == "sizes":
             per_fold = min(done["main"][0]["training"]["train_rows_per_fold"])
             return [Job(pool, f"train{n}", (f"RunConfig.train_problems = {n}",)) for n in self.sizes if n < per_fold]
@@ -307,7 +341,8 @@ class Tables:
             sizes = {"all": main, **{k[len("train"):]: v for k, v in done.items() if k.startswith("train")}}
             doc["pools"][pool] = {
                 "dataset": self.datasets[pool], "problems": main[0]["problems"], "samples": main[0]["samples"],
-                "notes": POOL_NOTES.get(pool, {}), "main": self.main_table(pool, main[1], main[0]),
+                "notes": POOL_NOTES.get(pool, {}),
+                "main": self.main_table(pool, main[1], main[0], done.get("lever_protocol")),
                 "ablations": self.ablations(pool, ablations),
                 "train_sizes": self.sizes_table(pool, sizes, per_fold),
                 "samples_at_inference": self.k_table(main[0]),
@@ -345,111 +380,6 @@ def _absent_reason(key: str, pool: str, metrics: dict[str, Any]) -> str:
     if key == "voting_error_free":
         return "the pool records no execution status"
     return f"not in {pool}'s method table"
-
-
-# ---------------------------------------------------------------------------------- markdown
-def _pct(x: Optional[dict[str, float]], key: str = "accuracy", signed: bool = False) -> str:
-    if not x:
-        return "—"
-    f = "{:+.1f}" if signed else "{:.1f}"
-    return f"{f.format(100 * x[key])} [{f.format(100 * x['ci_low'])}, {f.format(100 * x['ci_high'])}]"
-
-
-def _cmp(row: dict[str, Any]) -> str:
-    text = row["comparable"]
-    if row.get("notes"):
-        text += " (" + ", ".join(row["notes"]) + ")"
-    if row.get("paper") is not None:
-        text += f"; paper {row['paper']:.1f}"
-    return text
-
-
-def render(doc: dict[str, Any], command: str) -> str:
-    """The markdown of :meth:`Tables.build`'s document."""
-    gain_hdr = "− majority vote [paired 95% CI] | − ML+EP [paired 95% CI]"
-    lines = ["# LEVER's tables on the bundled pools", "",
-             f"Generated by `{command}`. Accuracy (%) with 95% bootstrap CIs over problems "
-             f"({doc['bootstrap']} resamples); gains are paired over the same problems. Every problem is "
-             "scored by a verifier that never trained on it (cross-fitting). `comparable`: whether the row "
-             "can be set beside the paper's number, with the reasons (letters: the pool's notes; "
-             f"V = {VERIFIER_NOTE}" + ("; Q = `--quick` smoke settings, numbers meaningless" if doc["quick"] else "")
-             + ")."]
-    if doc.get("partial"):
-        lines += ["", "**PARTIAL: the command was still running when this was written; rows marked 'not run' "
-                      "are still to come.**"]
-    for pool, p in doc["pools"].items():
-        label = " -- UPPER BOUND (hidden test inputs)" if pool.endswith("_hidden_inputs") else ""
-        lines += ["", f"## {pool}{label} ({p['problems']} problems, {p['samples']} samples)", ""]
-        lines += [f"- {k}: {v}" for k, v in p["notes"].items()]
-        lines += ["", "### Main table", "", f"| method | key | accuracy [95% CI] | {gain_hdr} | comparable |",
-                  "|---|---|---:|---:|---:|---|"]
-        for r in p["main"]:
-            if "n/a" in r:
-                lines.append(f"| {r['label']} | `{r['key']}` | n/a: {r['n/a']} | | | {_cmp(r)} |")
-            else:
-                lines.append(f"| {r['label']} | `{r['key']}` | {_pct(r['accuracy'])} | "
-                             f"{_pct(r['minus_majority_vote'], 'gain', True)} | {_pct(r['minus_ml_ep'], 'gain', True)} | "
-                             f"{_cmp(r)} |")
-        lines += ["", "### Ablations", "",
-                  f"| setting | LEVER accuracy [95% CI] | − full LEVER [paired CI] | {gain_hdr} | verifier binary acc "
-                  "| comparable |", "|---|---:|---:|---:|---:|---:|---|"]
-        for r in p["ablations"]:
-            if "n/a" in r:
-                lines.append(f"| {r['label']} | n/a: {r['n/a']} | | | | | {_cmp(r)} |")
-            else:
-                lines.append(f"| {r['label']} (`{r['ablation']}`) | {_pct(r['accuracy'])} | "
-                             f"{_pct(r['minus_full'], 'gain', True)} | {_pct(r['minus_majority_vote'], 'gain', True)} | "
-                             f"{_pct(r['minus_ml_ep'], 'gain', True)} | {100 * r['binary_acc']:.1f} | {_cmp(r)} |")
-        lines += ["", "### Accuracy vs training problems per fold (nested subsets, same scored problems)", "",
-                  f"| training problems | actual per fold | LEVER accuracy [95% CI] | − all [paired CI] | {gain_hdr} "
-                  "| comparable |", "|---|---:|---:|---:|---:|---:|---|"]
-        for r in p["train_sizes"]:
-            if "n/a" in r:
-                lines.append(f"| {r['train_problems']} | n/a: {r['n/a']} | | | | | {_cmp(r)} |")
-            else:
-                per_fold = r["train_rows_per_fold"]
-                lines.append(f"| {r['train_problems']} | {min(per_fold)}-{max(per_fold)} | {_pct(r['accuracy'])} | "
-                             f"{_pct(r['minus_all'], 'gain', True)} | {_pct(r['minus_majority_vote'], 'gain', True)} | "
-                             f"{_pct(r['minus_ml_ep'], 'gain', True)} | {_cmp(r)} |")
-        lines += ["", "### Accuracy vs samples at inference (mean ± std over random k-subsets; the run's "
-                      "accuracy_vs_k numbers; paired CIs at k = all are the main table's)", "",
-                  "| k | majority vote | ML+EP | voting error-free | LEVER | oracle |", "|---:|---:|---:|---:|---:|---:|"]
-        for r in p["samples_at_inference"]:
-            cells = [f"{100 * r[m]['accuracy']:.1f} ± {100 * r[m]['std']:.1f}" if m in r else "—"
-                     for m in ("majority_vote", "ml_ep", "voting_error_free", "lever", "oracle")]
-            lines.append(f"| {r['k']} | " + " | ".join(cells) + " |")
-    if doc["transfer"]:
-        lines += ["", "## Transfer between LLMs (GSM8k; folds by problem id: no evaluated problem is trained on)", "",
-                  "| verifier trained on | evaluated on | LEVER, in-pool verifier | LEVER, transferred | "
-                  f"transferred − in-pool [paired CI] | {gain_hdr} | binary acc (transferred / in-pool) | comparable |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-        for r in doc["transfer"]:
-            lines.append(f"| {r['train_pool']} | {r['eval_pool']} | {_pct(r['in_pool'])} | {_pct(r['transfer'])} | "
-                         f"{_pct(r['transfer_minus_in_pool'], 'gain', True)} | "
-                         f"{_pct(r['minus_majority_vote'], 'gain', True)} | {_pct(r['minus_ml_ep'], 'gain', True)} | "
-                         f"{100 * r['binary_acc']:.1f} / {100 * r['in_pool_binary_acc']:.1f} | {_cmp(r)} |")
-    if doc.get("timings_s"):
-        lines += ["", "Runs made by this invocation (s): " + ", ".join(
-            f"{k} {v:.0f}" for k, v in doc["timings_s"].items()), ""]
-    return "\n".join(lines) + "\n"
-
-
-def write(out: Path, doc: dict[str, Any], command: str) -> None:
-    """OUT/paper_tables.json and OUT/paper_tables.md, atomically."""
-    doc = {**doc, "command": command}
-    write_json(out / "paper_tables.json", _finite(doc))
-    with atomic_writer(out / "paper_tables.md") as handle:
-        handle.write(render(doc, command))
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def run_in_process(run_dir: Path, files: Sequence[str], bindings: Sequence[str]) -> dict[str, Any]:
@@ -491,7 +421,9 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables
                         help="verifier config for every pool (default: the pool's runs/*.gin: demo.gin, humaneval.gin, "
                              "wikitq_binder.gin)")
     parser.add_argument("--gin_bindings", action="append", default=[])
-    parser.add_argument("--pools", default=",".join(POOLS), help="comma-separated (default: every bundled pool)")
+    tables_pools = [p for p in POOLS if "train_split_of" not in POOLS[p]]  # training splits: no table of their own
+    parser.add_argument("--pools", default=",".join(tables_pools),
+                        help="comma-separated (default: every bundled pool but the training splits)")
     parser.add_argument("--sections", default=",".join(SECTIONS),
                         help=f"beside the main table: any of {', '.join(SECTIONS)}")
     parser.add_argument("--quick", action="store_true", help="tiny smoke settings (24 problems, 2 folds)")
@@ -507,7 +439,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables
     out = Path(args.out or ("results/paper_tables_quick" if args.quick else "results/paper_tables"))
     tables = Tables(out, run_in_process, pools, {p: POOLS[p]["dataset"] for p in pools}, args.gin_file,
                     args.gin_bindings, quick=args.quick, bootstrap=args.bootstrap, sections=sections,
-                    run_new=not args.finished_only)
+                    run_new=not args.finished_only,
+                    train_pools={p: POOLS[p]["train_pool"] for p in pools if "train_pool" in POOLS[p]})
     command = " ".join(shlex.quote(a) for a in ["python", prog, *(sys.argv[1:] if argv is None else argv)])
     t = time.time()
     doc = tables.build(partial=lambda d: write(out, {**d, "partial": True}, command))

@@ -19,7 +19,7 @@ from lever_jax.data.schema import Problem
 from lever_jax.execution.context_ids import check_context_ids
 from lever_jax.pipeline import protocol as protocols
 from lever_jax.pipeline.run_keys import log, train_name
-from lever_jax.pipeline.training_data import TrainingView, build_view
+from lever_jax.pipeline.training_data import TrainingView, build_view, with_gold_rows
 from lever_jax.rerank import methods
 
 if TYPE_CHECKING:
@@ -44,6 +44,15 @@ POOLS: dict[str, dict[str, Any]] = {
                                            "codet": ("humaneval_pool", "codet_test_results.jsonl.gz")},
     # WikiTQ test x Binder programs with real summed log-probs, executed here (Binder's table w);
     # correct = LEVER's relaxed check, the official evaluator reported beside it.
+    # MBPP sampled by lever-jax itself from Qwen2.5-Coder-0.5B-Instruct (Q4_K_M; `lever-jax sample`,
+    # scripts/sample_qwen_pools.sh): the test split (500) and the train split (374) that LEVER's
+    # protocol trains on; 5 samples at temperature 0.6 + the greedy decode, real summed log-probs.
+    # ``train_pool``: the TRAIN split's pool LEVER's protocol trains on; ``train_split_of``: a training
+    # pool, never a table of its own.
+    "mbpp_qwen05b": {"dataset": "mbpp", "samples": ("qwen05b_pools", "mbpp_test.samples.jsonl.gz"),
+                     "train_pool": "mbpp_qwen05b_train"},
+    "mbpp_qwen05b_train": {"dataset": "mbpp", "samples": ("qwen05b_pools", "mbpp_train.samples.jsonl.gz"),
+                           "train_split_of": "mbpp_qwen05b"},
     "wikitq_binder": {"dataset": "wikitq_binder", "samples": ("wikitq_binder", "binder.samples.jsonl.gz"),
                       "second_checker": ("official evaluator", "correct_official")},
 }
@@ -156,11 +165,37 @@ def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: Candidate
         train = sorted(load_pool(train_cfg, out), key=lambda p: p.problem_id)
         protocols.check_disjoint(cfg.protocol, problems, train, train_name(cfg))
     if train is not None:
-        what = "transfer: the verifier trains on" if cfg.train_pool_mode == "replace" else \
-            "extra training data: the verifier also trains on"
-        log(f"{what} {train_name(cfg)} ({len(train)} problems; same folds by problem id)")
-    return build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, train_name(cfg) or "",
+        if cfg.protocol == "lever":
+            what = "LEVER's protocol: the verifier trains on"
+            how = "the training split; a dev slice of it picks the checkpoint"
+        elif cfg.train_pool_mode == "replace":
+            what, how = "transfer: the verifier trains on", "same folds by problem id"
+        else:
+            what, how = "extra training data: the verifier also trains on", "same folds by problem id"
+        log(f"{what} {train_name(cfg)} ({len(train)} problems; {how})")
+    view = build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, train_name(cfg) or "",
                       cfg.train_pool_mode)
+    return with_gold_rows(view, _gold_rows(cfg, view.problems)) if cfg.add_gold else view
+
+
+def _gold_rows(cfg: RunConfig, problems: Sequence[Problem]) -> list[tuple[int, Problem]]:
+    """(row, the problem holding only its gold program, executed in the sandbox) for every problem
+    LEVER adds a gold program to (lever_jax.inputs.feeds.gold_to_add: MBPP always, Spider / WikiTQ
+    unless a candidate is the gold query)."""
+    from lever_jax.execution.cache import ExecutionCache
+    from lever_jax.inputs.feeds import append_gold, gold_to_add
+
+    wanted = [(row, p) for row, p in enumerate(problems) if gold_to_add(p) is not None]
+    if not wanted:
+        return []
+    cache = ExecutionCache(cfg.execution_cache_dir)
+    try:
+        executed, _ = append_gold([p.replace(candidates=()) for _, p in wanted], cache=cache)
+    finally:
+        cache.close()
+    correct = sum(bool(p.candidates[0].execution and p.candidates[0].execution.correct) for p in executed)
+    log(f"gold programs: {len(executed)} added as training rows ({correct} judged correct when executed)")
+    return [(row, p) for (row, _), p in zip(wanted, executed)]
 
 
 def codet_per_problem(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateArrays) -> Optional[np.ndarray]:

@@ -92,6 +92,10 @@ class RunConfig:
     # checkpoint on a dev_fraction slice of those problems and scores every evaluated problem.
     protocol: str = "crossfit"
     train_input: Optional[str] = None
+    # LEVER's gold positives: each training problem's gold program (MBPP, Spider, WikiTQ; GSM8k and the
+    # bundled WikiTQ-Binder / HumanEval pools have none the run uses), executed in the sandbox, trains as
+    # a row of its own with that problem only; False: the paper's "- gold program" ablation.
+    add_gold: bool = True
 
 
 @gin.configurable
@@ -183,9 +187,11 @@ def _method_rows(cfg: RunConfig, problems: Sequence[Problem], arrays: CandidateA
 
 
 def _training_doc(cfg: RunConfig, view: TrainingView) -> dict[str, Any]:
-    """metrics.json's ``training`` block: the protocol, the training pool and the training rows per
-    fold (counted with dev seed 0, as ever, for the report; the folds train in crossfit.cross_fit)."""
+    """metrics.json's ``training`` block: the protocol, the training pool, the training problems' rows
+    and the gold rows (RunConfig.add_gold) per fold (counted with dev seed 0, as ever, for the report;
+    the folds train in crossfit.cross_fit)."""
+    train = [view.resolved_rows(f, cfg.dev_fraction, 0)["train"] for f in range(cfg.num_folds)]
     return {"protocol": cfg.protocol, "train_pool": train_name(cfg), "train_pool_mode": cfg.train_pool_mode,
-            "train_problems": cfg.train_problems,
-            "train_rows_per_fold": [len(view.resolved_rows(f, cfg.dev_fraction, 0)["train"])
-                                    for f in range(cfg.num_folds)]}
+            "train_problems": cfg.train_problems, "add_gold": cfg.add_gold,
+            "train_rows_per_fold": [int((rows < view.base_rows).sum()) for rows in train],
+            "gold_rows_per_fold": [int((rows >= view.base_rows).sum()) for rows in train]}

@@ -33,9 +33,12 @@ def input_key(cfg: RunConfig) -> Optional[dict[str, Any]]:
     return {"path": str(Path(cfg.input).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def options_key(cfg: RunConfig) -> dict[str, Any]:
-    """The training-data options, only when set (so existing fold directories keep their names)."""
-    out = {k: getattr(cfg, k) for k in ("train_problems", "train_pool") if getattr(cfg, k) is not None}
+def options_key(cfg: RunConfig, gold_rows: int = 0) -> dict[str, Any]:
+    """The training-data options, only when set (so existing fold directories keep their names);
+    ``gold_rows``: the gold programs added to training (RunConfig.add_gold), when there are any."""
+    out: dict[str, Any] = {k: getattr(cfg, k) for k in ("train_problems", "train_pool") if getattr(cfg, k) is not None}
+    if gold_rows:
+        out["gold_rows"] = gold_rows
     if cfg.train_input is not None:
         out["train_input"] = input_key(dataclasses.replace(cfg, input=cfg.train_input))
     if cfg.protocol != "crossfit":
@@ -45,11 +48,11 @@ def options_key(cfg: RunConfig) -> dict[str, Any]:
     return out
 
 
-def fold_key(cfg: RunConfig) -> dict[str, Any]:
+def fold_key(cfg: RunConfig, gold_rows: int = 0) -> dict[str, Any]:
     """What a fold's problems and rows depend on (part of every fold directory's name)."""
     return {"folds": cfg.num_folds, "fold_seed": cfg.fold_seed, "dev_fraction": cfg.dev_fraction,
             "max_problems": cfg.max_problems, "pool": cfg.pool, "execute": cfg.execute, "input": input_key(cfg),
-            **options_key(cfg)}
+            **options_key(cfg, gold_rows)}
 
 
 def folds_root(cfg: RunConfig, out: Path) -> Path:

@@ -71,6 +71,15 @@ def per_problem_doc(arrays: CandidateArrays, table: dict, codet: Optional[np.nda
             "methods": {k: [None if np.isnan(x) else float(x) for x in v] for k, v in values.items()}}
 
 
+def _gold_sentence(training: dict[str, Any]) -> str:
+    """How many gold programs trained beside the samples (LEVER's gold positives), if any."""
+    gold = training.get("gold_rows_per_fold") or [0]
+    if not max(gold):
+        return ""
+    return (f" Gold programs added to training as positives (LEVER's; RunConfig.add_gold): {min(gold)}"
+            + (f"-{max(gold)}" if max(gold) != min(gold) else "") + " per fold.")
+
+
 def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any],
                  second: Optional[dict] = None) -> None:
     """report.md: the method table, the paired gains, how problems were scored, command and versions."""
@@ -78,7 +87,8 @@ def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[st
     lines = [f"# LEVER end-to-end run: {doc['pool']}" + (f" (ablation: {doc['ablation']})"
                                                           if doc["ablation"] != "none" else ""), "",
              f"{doc['problems']} problems, {doc['samples']} samples, {doc['distinct_programs']} distinct programs; "
-             + protocols.describe(settings["run"]["protocol"], settings["run"], doc["training"]["train_pool"]), "",
+             + protocols.describe(settings["run"]["protocol"], settings["run"], doc["training"]["train_pool"])
+             + _gold_sentence(doc["training"]), "",
              report.format_table(table)]
     if "codet_dual_agreement" in v:
         c = v["codet_dual_agreement"]

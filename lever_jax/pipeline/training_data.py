@@ -9,6 +9,9 @@ Two `lever-jax run` options (RunConfig), for the paper's figures (scripts/paper_
 - ``train_pool``: transfer. The verifier trains and selects its checkpoint on another pool's
   problems whose ids lie in the training folds of the evaluated pool (folds by problem id: no
   evaluated problem is ever trained on), and scores the evaluated pool's held-out fold.
+- ``add_gold`` (LEVER's): each problem's gold program, executed, is a row of its own
+  (:func:`with_gold_rows`) that trains only when its problem's row trains: never in a dev slice,
+  never scored, never beside the sampled candidates it would outscore.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from lever_jax.data.folds import fold_rows
 from lever_jax.data.schema import Problem
 
 TRAIN_ID_PREFIX = "train_pool:"
+GOLD_ID_PREFIX = "gold:"
 TRAIN_POOL_MODES = ("replace", "add")
 
 
@@ -43,11 +47,30 @@ class TrainingView:
     rank: Optional[np.ndarray] = None  # seeded rank of every training-candidate row (nested subsets)
     # train_pool_mode='add': each training-pool row's row among the evaluated problems (-1: none)
     train_own_row: Optional[np.ndarray] = None
+    # add_gold: the last len(gold_source) rows hold one gold program each; gold_source[i] is the row
+    # of the problem the i-th is the gold of
+    gold_source: Optional[np.ndarray] = None
+
+    @property
+    def gold_rows(self) -> int:
+        """How many gold rows follow the other rows (0 without ``add_gold``)."""
+        return 0 if self.gold_source is None else len(self.gold_source)
+
+    @property
+    def base_rows(self) -> int:
+        """The rows before the gold rows (all rows without ``add_gold``)."""
+        return len(self.folds) - self.gold_rows
 
     def resolved_rows(self, fold: int, dev_fraction: float, seed: int) -> dict[str, np.ndarray]:
         """The rows ``fold`` trains, selects on and scores: ``rows`` with the options, else the
-        default ``fold_rows``."""
-        return self.rows(fold, dev_fraction, seed) or fold_rows(self.folds, fold, dev_fraction, seed)
+        default ``fold_rows``; then the gold rows of the problems it trains on (train only).
+        Gold rows leave every other row's fold, dev slice and rank unchanged."""
+        if self.gold_source is None:
+            return self.rows(fold, dev_fraction, seed) or fold_rows(self.folds, fold, dev_fraction, seed)
+        base = dataclasses.replace(self, folds=self.folds[:self.base_rows], gold_source=None)
+        rows = base.resolved_rows(fold, dev_fraction, seed)
+        gold = self.base_rows + np.flatnonzero(np.isin(self.gold_source, rows["train"]))
+        return {**rows, "train": np.concatenate([rows["train"], gold])}
 
     def rows(self, fold: int, dev_fraction: float, seed: int) -> Optional[dict[str, np.ndarray]]:
         """'train' / 'dev' / 'heldout' rows of ``fold`` (``fold_rows``' dev slice with the caller's
@@ -123,3 +146,17 @@ def build_view(problems: Sequence[Problem], arrays: CandidateArrays, folds: np.n
         base, problems=combined, arrays=problems_to_arrays(combined),
         folds=np.concatenate([folds, np.full(len(train_pool), -1, np.int32)]), train_folds=train_folds, rank=rank,
         train_own_row=own_row)
+
+
+def with_gold_rows(view: TrainingView, golds: Sequence[tuple[int, Problem]]) -> TrainingView:
+    """``view`` plus one row per (source row, problem holding only its executed gold program):
+    LEVER's gold positives, which :meth:`TrainingView.resolved_rows` trains on only with their
+    problem's row."""
+    if not golds:
+        return view
+    extra = [dataclasses.replace(p, problem_id=GOLD_ID_PREFIX + p.problem_id) for _, p in golds]
+    problems = [*view.problems, *extra]
+    rank = None if view.rank is None else np.concatenate([view.rank, np.zeros(len(extra), np.int64)])
+    return dataclasses.replace(view, problems=problems, arrays=problems_to_arrays(problems), rank=rank,
+                               folds=np.concatenate([view.folds, np.full(len(extra), -1, np.int32)]),
+                               gold_source=np.array([row for row, _ in golds], np.int64))

@@ -102,7 +102,7 @@ def _head_plan(cfg: RunConfig, view: TrainingView, features: FeatureConfig, head
             problems, arrays.shape[1]))
     timings["features_s"] = time.time() - t
     trainer = HeadTrainer(head, feats, arrays.correct, arrays.mask)
-    train_key = sha({"features": dataclasses.asdict(features), "head": dataclasses.asdict(head)} | fold_key(cfg))
+    train_key = sha({"features": dataclasses.asdict(features), "head": dataclasses.asdict(head)} | fold_key(cfg, view.gold_rows))
     return Plan(StepVerifier(trainer, cfg.progress), folds_root(cfg, out) / train_key,
                 lambda fold: view.resolved_rows(fold, cfg.dev_fraction, head.seed))
 
@@ -119,8 +119,8 @@ def _finetune_plan(cfg: RunConfig, view: TrainingView, config: FinetuneConfig, h
 
     problems, arrays = view.problems, view.arrays
     base = folds_root(cfg, out)
-    if options_key(cfg):
-        base = base / f"options-{sha(options_key(cfg))}"
+    if options_key(cfg, view.gold_rows):
+        base = base / f"options-{sha(options_key(cfg, view.gold_rows))}"
     t = time.time()
     states = pool_states(problems, arrays.shape[1], config, Path(cfg.features_dir or out / "finetune_cache"),
                          progress=cfg.progress)
@@ -149,9 +149,12 @@ def _trained_plan(cfg: RunConfig, view: TrainingView, out: Path) -> Plan:
         with gin.unlock_config():
             gin.bind_parameter("serialize_options.include_execution", cfg.ablation != "no_exec")
             gin.bind_parameter("serialize_options.include_program", cfg.ablation != "no_program")
+    if view.gold_rows:  # the run's gold rows are LEVER's gold positives: train must not add them again
+        with gin.unlock_config():
+            gin.bind_parameter("train.add_gold", False)
     # the bindings that shape training (model, train.*, serialize_options.*), not the run's own settings
     training_gin = [line for line in gin.config_str().splitlines()
                     if not any(name in line for name in ("RunConfig.", "FeatureConfig.", "HeadConfig."))]
-    train_key = sha({"gin": training_gin} | fold_key(cfg))
+    train_key = sha({"gin": training_gin} | fold_key(cfg, view.gold_rows))
     return Plan(GinVerifier(view.problems, view.arrays.shape[1], cfg.progress), folds_root(cfg, out) / train_key,
                 lambda fold: view.resolved_rows(fold, cfg.dev_fraction, cfg.fold_seed))
