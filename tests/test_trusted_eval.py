@@ -99,7 +99,8 @@ def _answers(*values):
 
 def test_humaneval_check_with_a_prompt_helper_is_judged_in_the_parent():
     check = ("METADATA = {}\n\n\ndef check(candidate):\n    import math\n    import copy\n"
-             "    for xs in [[1, 2], [4, -2]]:\n        solution = candidate(copy.deepcopy(xs))\n        assert math.fabs(poly(xs, solution)) < 1e-4\n")
+             "    for xs in [[1, 2], [4, -2]]:\n        solution = candidate(copy.deepcopy(xs))\n"
+             "        assert math.fabs(poly(xs, solution)) < 1e-4\n")
     problem = Problem("h", "humaneval", "q", {"test": check, "entry_point": "find_zero", "prompt": POLY_PROMPT}, "", ())
     ex = HumanEvalExecutor()
     program = "def poly(xs, x):\n    return 0\n\ndef find_zero(xs):\n    return 0.0\n"
@@ -110,3 +111,14 @@ def test_humaneval_check_with_a_prompt_helper_is_judged_in_the_parent():
     execution = ex.to_execution(problem, Candidate(program), _answers(-0.5, 2.0))
     assert execution.correct and execution.details["unverified_tests"] == 0
     assert math.isclose(float(execution.details["tests"][0]["value"]), -0.5)
+
+
+def test_the_test_modules_definitions_win():
+    """HumanEval appends the test module to the program: its functions replace the prompt's."""
+    prompt = "def enc(s):\n    return s + 'p'\n\n\ndef dec(s):\n    pass\n"
+    test = "def enc(s):\n    return s + 't'\n\n\ndef check(candidate):\n    assert candidate(enc('a')) == 'a'\n"
+    assert trusted_helpers(prompt, "dec")["enc"]("x") == "xp"
+    helpers = trusted_helpers(prompt, "dec", test)
+    assert helpers["enc"]("x") == "xt" and "check" not in helpers
+    unrunnable = "def enc(s):\n    while s:\n        pass\n\n\ndef check(candidate):\n    pass\n"
+    assert "enc" not in trusted_helpers(prompt, "dec", unrunnable)  # never the prompt's in its place

@@ -176,8 +176,8 @@ class _Rename(ast.NodeTransformer):
 
 def humaneval_tests(test_source: str, entry_point: str, prompt: str = "") -> list[str]:
     """Asserts of ``check(candidate)`` with ``candidate`` -> entry point, unrolled when the function
-    holds anything else than asserts (``prompt``: where trusted helpers come from);
-    [``check(...)`` call] when it cannot be."""
+    holds anything else than asserts (trusted helpers: the functions of ``prompt`` and of the test
+    module); [``check(...)`` call] when it cannot be."""
     return list(_humaneval_tests(test_source, entry_point, prompt))
 
 
@@ -198,14 +198,14 @@ def _humaneval_tests(test_source: str, entry_point: str, prompt: str) -> tuple[s
         elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
             continue
         else:
-            return _unrolled(check, param, entry_point, prompt)
+            return _unrolled(check, param, entry_point, trusted_helpers(prompt, entry_point, test_source))
     return tuple(asserts) or (f"check({entry_point})",)
 
 
-def _unrolled(check: ast.FunctionDef, param: str, entry_point: str, prompt: str) -> tuple[str, ...]:
-    """A check with loops / variables / random inputs / the prompt's helpers as plain asserts when
+def _unrolled(check: ast.FunctionDef, param: str, entry_point: str,
+              helpers: Mapping[str, TrustedFunction]) -> tuple[str, ...]:
+    """A check with loops / variables / random inputs / the dataset's helpers as plain asserts when
     every one splits (``check_unroll``), else the whole ``check(...)`` call (run in the child)."""
-    helpers = trusted_helpers(prompt, entry_point)
     asserts = unroll_check(check, param, entry_point, helpers)
     if asserts and not any(plan_test(a, tuple(helpers)).legacy for a in asserts):
         return tuple(asserts)

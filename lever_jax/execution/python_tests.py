@@ -354,9 +354,10 @@ class HumanEvalExecutor(_TestsExecutor):
         return test_source, humaneval_tests(test_source, str(ctx["entry_point"]), str(ctx.get("prompt") or ""))
 
     def helpers_for(self, problem: Problem) -> Mapping[str, Callable[..., Any]]:
-        """The prompt's own helper functions (``poly``, ``encode_cyclic``, ...), never the program's."""
+        """The prompt's (and test module's) helper functions (``poly``, ``encode_cyclic``, ...), never
+        the program's."""
         ctx = problem.context
-        return trusted_helpers(str(ctx.get("prompt") or ""), str(ctx["entry_point"]))
+        return trusted_helpers(str(ctx.get("prompt") or ""), str(ctx["entry_point"]), str(ctx["test"]))
 
     def child_setup(self, setup: str, plans: list[TestPlan]) -> str:
         if any(p.legacy for p in plans):

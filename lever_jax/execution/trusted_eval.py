@@ -5,7 +5,7 @@ Two kinds of dataset code need evaluating outside the candidate's process: the b
 helper functions a check relies on (HumanEval/32's ``poly``, /38's ``encode_cyclic``, /50's
 ``encode_shift``). The program under test defines its own copies of those helpers and may change
 them (``def poly(xs, x): return 0``); the judge uses :func:`trusted_helpers`, the *prompt's*
-definitions, evaluated here by :class:`Evaluator` -- never ``exec``.
+definitions (or the test module's), evaluated here by :class:`Evaluator` -- never ``exec``.
 
 The evaluator knows literals, containers, arithmetic under the judge's size guards, comparisons,
 subscripts and slices, conditional expressions, one-generator list comprehensions and generator
@@ -310,15 +310,20 @@ def _evaluable(node: ast.FunctionDef, functions: set[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def trusted_helpers(prompt: str, entry_point: str) -> Mapping[str, TrustedFunction]:
-    """``{name: function}`` for the prompt's top-level functions other than ``entry_point`` that
-    the evaluator can run (empty when the prompt does not parse)."""
-    try:
-        tree = ast.parse(prompt)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return types.MappingProxyType({})
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)
-                 and n.name != entry_point and n.name not in PURE and not n.name.startswith("__")}
+def trusted_helpers(prompt: str, entry_point: str, test_source: str = "") -> Mapping[str, TrustedFunction]:
+    """``{name: function}`` for the top-level functions of the prompt and of the test module
+    (``test_source``, minus ``check``; its definitions win, as when HumanEval appends it to the
+    program) other than ``entry_point`` that the evaluator can run (none from a source that does
+    not parse)."""
+    functions: dict[str, ast.FunctionDef] = {}
+    for source in (prompt, test_source):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return types.MappingProxyType({})
+        functions.update({n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name != "check"})
+    functions = {name: node for name, node in functions.items()
+                 if name != entry_point and name not in PURE and not name.startswith("__")}
     while True:  # drop helpers that call one the evaluator cannot run, until none does
         keep = {name for name, node in functions.items() if _evaluable(node, set(functions))}
         if keep == set(functions):
