@@ -179,28 +179,43 @@ def test_humaneval_test_derivation():
     with_math = "def check(candidate):\n    import math\n    for x in range(2):\n        assert math.isclose(candidate(x), x / 3)\n"
     assert humaneval_tests(with_math, "f") == ["assert math.isclose(f(0), 0 / 3)", "assert math.isclose(f(1), 1 / 3)"]
     assert len(humaneval_tests(rand, "inc")) == 3 and humaneval_tests(rand, "inc")[0].startswith("assert inc(")
-    # a value computed by a helper of the program, a candidate call outside an assert: the whole
-    # check runs in the child (HumanEval/32, /38, /50)
+    # a helper the prompt defines (HumanEval/38, /50): evaluated here with the prompt's definition;
+    # one nobody (or only the program) defines: the whole check runs in the child
     helper = "def check(candidate):\n    for x in range(3):\n        y = encode(x)\n        assert candidate(y) == x\n"
+    prompt = 'def encode(x):\n    return [x * 2 for _ in range(x)]\n\n\ndef dec(y):\n    """doc"""\n'
+    assert humaneval_tests(helper, "dec", prompt) == ["assert dec([]) == 0", "assert dec([2]) == 1",
+                                                      "assert dec([4, 4]) == 2"]
     assert humaneval_tests(helper, "dec") == ["check(dec)"]
-    outside = "def check(candidate):\n    y = candidate(1)\n    assert abs(y - 2) < 1e-6\n"
-    assert humaneval_tests(outside, "inc") == ["check(inc)"]
+    # a candidate call bound to a name (HumanEval/32) stays a call in the asserts that use the name;
+    # arguments that call something are evaluated here; a value used otherwise is not unrolled
+    outside = ("def check(candidate):\n    import copy\n    xs = [1, 2]\n    y = candidate(copy.deepcopy(xs))\n"
+               "    assert abs(y - 2) < 1e-6\n")
+    assert humaneval_tests(outside, "inc") == ["assert abs(inc([1, 2]) - 2) < 1e-06"]
+    used = "def check(candidate):\n    y = candidate(1)\n    z = y + 1\n    assert z == 3\n"
+    assert humaneval_tests(used, "inc") == ["check(inc)"]
+    # an assert calling a function the judge does not own would be answered by the program: not unrolled
+    unknown = "def check(candidate):\n    x = 1\n    assert candidate(x) == encode(x)\n"
+    assert humaneval_tests(unknown, "dec") == ["check(dec)"]
+    assert humaneval_tests(unknown, "dec", prompt) == ["assert dec(1) == encode(1)"]
     # unrolling is bounded (the test file is data): 10,000 x 10,000 iterations are not unrolled
     nested = "def check(candidate):\n    x = [[j for j in range(10000)] for i in range(10000)]\n    assert candidate(x)\n"
     assert humaneval_tests(nested, "f") == ["check(f)"]
 
 
 def test_unrolled_humaneval_problems_keep_gold_verdicts(sandbox):
-    """HumanEval/44, /53, /129, /151 (a loop, random inputs, a bare print, helper variables) now
-    split into judged asserts; their canonical solutions still pass, a wrong program still fails."""
+    """HumanEval/44, /53, /129, /151 (a loop, random inputs, a bare print, helper variables) and
+    /32, /38, /50 (the prompt's helpers, a candidate call bound to a name) split into judged asserts;
+    their canonical solutions still pass, a wrong program still fails; no HumanEval test is judged
+    in the child."""
     from lever_jax.data.datasets import gold_program, load_problems
 
-    wanted = {"humaneval-44", "humaneval-53", "humaneval-129", "humaneval-151"}
-    problems = [p for p in load_problems("humaneval", "test") if p.problem_id in wanted]
-    assert len(problems) == 4
+    wanted = {"humaneval-44", "humaneval-53", "humaneval-129", "humaneval-151", "humaneval-32", "humaneval-38",
+              "humaneval-50"}
     executor = get_executor("humaneval")
-    for problem in problems:
-        assert all(not plan_test(t).legacy for t in executor.tests_for(problem)[1]), problem.problem_id
+    everything = load_problems("humaneval", "test")
+    assert [p.problem_id for p in everything if any(t.legacy for t in executor.plans_for(p)[1])] == []
+    problems = [p for p in everything if p.problem_id in wanted]
+    assert len(problems) == 7
     wrong = "def {}(*args):\n    return None\n"
     candidates = [p.replace(candidates=(Candidate(gold_program("humaneval", p)),
                                         Candidate(wrong.format(p.context["entry_point"])))) for p in problems]

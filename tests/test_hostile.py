@@ -7,7 +7,11 @@ process of the sandbox's uids (or its workers) survives ``close()``.
 MBPP entries (``"dataset": "mbpp"``) are wrong implementations of ``add`` that try to forge their
 verdict; each runs as an MBPP and as two HumanEval problems (plain asserts; a check with a loop,
 variables and random inputs): none may be judged correct, and a benign
-``add`` in the same batch must be. Their lying methods (``__eq__``, ``__hash__``, ``__reduce__`` ...)
+``add`` in the same batch must be. HumanEval entries (``"dataset": "humaneval"``, ``"problem"``: a
+bundled HumanEval problem) are wrong programs for HumanEval/32, /38, /50, whose checks call a
+helper of the prompt (``poly``, ``encode_cyclic``, ``encode_shift``) that the program may redefine
+or whose modules it may patch: none may be judged correct, and the canonical solutions of those
+problems in the same batch must be. Their lying methods (``__eq__``, ``__hash__``, ``__reduce__`` ...)
 flag the process that runs them (``builtins.__lever_hostile_ran__``): never the parent. SQL entries
 may name their own ``gold`` query and the expected ``correct``; those with ``"dataset": "wikitq"``
 are judged against their ``targets`` (WikiTQ executor) instead. Entries with
@@ -199,8 +203,12 @@ def test_hostile_batch(canary_dir, host_socket):
 
     jobs = []  # (kind, name, expected, problem, candidate, task)
     after = []
+    he_problems = humaneval_problems({e["problem"] for _, _, e in corpus if e.get("dataset") == "humaneval"})
     for name, text, expected in corpus:
-        if expected.get("dataset") == "mbpp":
+        if expected.get("dataset") == "humaneval":
+            he_problem, cand = he_problems[expected["problem"]], Candidate(text)
+            jobs.append(("humaneval", name, expected, he_problem, cand, humaneval.make_task(he_problem, cand)))
+        elif expected.get("dataset") == "mbpp":
             cand = Candidate(text)
             jobs.append(("mbpp", name, expected, add_problem, cand, mbpp.make_task(add_problem, cand)))
             for he_problem in (add_humaneval, add_humaneval_loop):
@@ -243,6 +251,10 @@ def test_hostile_batch(canary_dir, host_socket):
     for he_problem in (add_humaneval, add_humaneval_loop):
         mixed.insert(5, ("benign-humaneval", "benign-add", {}, he_problem, good_add,
                          humaneval.make_task(he_problem, good_add)))
+    for he_problem in he_problems.values():  # the canonical solutions of the forgers' problems
+        gold = Candidate(he_problem.gold)
+        mixed.insert(7, ("benign-humaneval", f"gold-{he_problem.problem_id}", {}, he_problem, gold,
+                         humaneval.make_task(he_problem, gold)))
 
     uids = set(sandbox.task_uids())
     workers = sandbox.worker_pids()
@@ -260,6 +272,8 @@ def test_hostile_batch(canary_dir, host_socket):
                 if execution.correct != kind.startswith("benign"):
                     problems.append(f"{name} ({kind} {problem.problem_id}): judged correct={execution.correct} "
                                     f"({execution.status} {execution.error!r})")
+                if kind.endswith("humaneval") and execution.details.get("unverified_tests"):
+                    problems.append(f"{name} ({kind} {problem.problem_id}): a test was judged in the child")
                 continue
             if kind == "sql":
                 wikitq = expected.get("dataset") == "wikitq"
@@ -306,6 +320,15 @@ def test_hostile_batch(canary_dir, host_socket):
     assert not any(pid_alive(p) for p in workers)
 
 
+def humaneval_problems(ids: set[str]) -> dict[str, Problem]:
+    """The bundled HumanEval problems ``ids`` (bundled in the package: missing data fails)."""
+    from lever_jax.data.datasets import load_problems
+
+    found = {p.problem_id: p for p in load_problems("humaneval", "test") if p.problem_id in ids}
+    assert sorted(found) == sorted(ids)
+    return found
+
+
 def _probe(value: object) -> None:
     """Compare / hash / print a value the way a careless judge would."""
     for method in (lambda v: v == 3, hash, repr):
@@ -333,8 +356,9 @@ def test_lying_methods_flag_the_process_that_runs_them(tmp_path):
     for name in liars:
         namespace: dict = {}
         exec((CORPUS / name).read_text().replace("{CANARY_DIR}", str(tmp_path)), namespace)  # noqa: S102
+        function, args = index[name].get("entry_point", "add"), index[name].get("probe_args", [1, 2])
         try:
-            _probe(namespace["add"](1, 2))
+            _probe(namespace[function](*args))
             assert hasattr(builtins, "__lever_hostile_ran__"), name
         finally:
             builtins.__dict__.pop("__lever_hostile_ran__", None)

@@ -12,7 +12,8 @@ from lever_jax.data.schema import Problem
 from lever_jax.execution import plain
 from lever_jax.execution.base import SandboxResult
 from lever_jax.execution.judge import judge, plan_test
-from lever_jax.execution.python_tests import MBPPExecutor, _without_check
+from lever_jax.execution.check_unroll import without_check
+from lever_jax.execution.python_tests import MBPPExecutor
 
 _scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary()
             | st.complex_numbers(allow_nan=False))
@@ -154,4 +155,4 @@ def test_child_payload_holds_no_expected_values():
     task = ex.make_task(problem, Candidate("def add(a, b):\n    return a - b"))
     assert "31337" not in repr(task.payload)
     module = "METADATA = {'x': 1}\n\nimport math\n\ndef check(candidate):\n    assert candidate(1) == 4242\n"
-    assert "4242" not in _without_check(module) and "import math" in _without_check(module)
+    assert "4242" not in without_check(module) and "import math" in without_check(module)

@@ -4,188 +4,139 @@ Most HumanEval checks are a list of asserts; a few mix in loops, helper variable
 ``print`` or random inputs (``for x in range(2, 8): assert candidate(x, x + 1) == str(x)``,
 ``lst = list(range(-99, 100, 2))``, ``x, y = random.randint(0, 1000), ...``). Run as one
 ``check(...)`` in the child, their verdict could be forged by the program. :func:`unroll_check`
-evaluates such a body *here*, statically, with a small evaluator over plain values (literals,
-containers, arithmetic under the judge's size guards, ``range``/``list``/``sum``/... and one-loop
-list comprehensions, no attribute access but ``random.<fn>``) and emits one assert per executed
-``assert``, with every bound name replaced by its value: ``assert add(3, 4) == 7``. Random inputs
-come from a generator seeded with :data:`SEED` (fixed, so every candidate and every run gets the
-same tests; HumanEval draws new ones each run). A body with anything else (a call of a helper
-function, a candidate call outside an assert, a ``while``) is not unrolled: ``None``.
+evaluates such a body *here*, statically, with the evaluator of
+:mod:`lever_jax.execution.trusted_eval` (plain values, size guards, no ``exec``) and emits one
+assert per executed ``assert``, with every bound name replaced by its value:
+``assert add(3, 4) == 7``. Random inputs come from a generator seeded with :data:`SEED` (fixed,
+so every candidate and every run gets the same tests; HumanEval draws new ones each run; a
+check's own ``random.Random(42)`` keeps its seed).
+
+Values a check computes with a helper of the prompt (HumanEval/38's ``encode_cyclic(s)``, /50's
+``encode_shift(s)``) come from the prompt's definitions (``trusted_helpers``), never the
+program's. A candidate call bound to a name (HumanEval/32's ``solution = candidate(coeffs)``)
+stays a call: the asserts that use the name get the call in its place
+(``assert math.fabs(poly([...], find_zero([...]))) < 0.0001``), and the judge evaluates ``poly``
+with the prompt's definition too. A body with anything else (an unknown function, a candidate
+value used outside an assert, a ``while``) is not unrolled: ``None``.
 """
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import math
-import random
-from typing import Any, Callable
+from typing import Any, Mapping
 
-from lever_jax.execution.judge import _BINOPS, _CMPOPS, _UNARY, _guard
+from lever_jax.execution.judge import _is_safe_callee, plan_test
+from lever_jax.execution.trusted_eval import (Budget, Evaluator, Module, TrustedFunction, Unsupported, check_modules,
+                                              trusted_helpers)
 
 SEED = 0
-MAX_ITEMS = 10_000  # longest range / comprehension unrolled
-MAX_STEPS = 100_000  # loop and comprehension iterations per check, all together
 MAX_ASSERTS = 2_000  # most asserts one check may unroll into
 
 
-class Unsupported(ValueError):
-    """The body holds something the unroller does not evaluate."""
+class _Deferred:
+    """The value of a candidate call bound to a name: only its call expression is known here."""
+
+    def __init__(self, call: ast.Call):
+        self.call = call
 
 
-def _bounded_range(*args: int) -> list[int]:
-    values = range(*args)
-    if len(values) > MAX_ITEMS:
-        raise Unsupported("range too long")
-    return list(values)
-
-
-_PURE: dict[str, Callable[..., Any]] = {
-    "range": _bounded_range, "list": list, "tuple": tuple, "sum": sum, "len": len, "str": str, "int": int,
-    "float": float, "abs": abs, "min": min, "max": max, "sorted": sorted, "bool": bool, "round": round,
-}
-
-
-class _Unroller:
-    def __init__(self, param: str, entry_point: str):
+class _Unroller(Evaluator):
+    def __init__(self, param: str, entry_point: str, helpers: Mapping[str, TrustedFunction]):
+        super().__init__({}, helpers, Budget())
         self.param = param
         self.entry_point = entry_point
-        rng = random.Random(SEED)
-        self.modules = {"random": {"randint": rng.randint, "choice": rng.choice, "random": rng.random},
-                        "math": {name: getattr(math, name) for name in ("sqrt", "floor", "ceil", "fabs")}}
-        self.env: dict[str, Any] = {}
+        self.modules = check_modules(SEED)
         self.asserts: list[str] = []
-        self.steps = 0
 
-    def run(self, body: list[ast.stmt]) -> None:
-        for stmt in body:
-            self.statement(stmt)
+    def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Name):
+            return  # a bare `print`
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and self.is_candidate_call(stmt.value):
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Name) or target.id == self.param:
+                raise Unsupported("a candidate call bound to a pattern")
+            self.env[target.id] = _Deferred(self.candidate_call(stmt.value))
+            return
+        super().statement(stmt)
 
-    def statement(self, stmt: ast.stmt) -> None:  # noqa: C901 - one case per statement type
-        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr)
-                                          and isinstance(stmt.value, (ast.Constant, ast.Name))):
-            return  # docstrings, a bare `print`
+    def other(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Assert):
-            if any(isinstance(n, ast.Name) and n.id == self.param for n in ast.walk(stmt.test)):
+            if any(isinstance(n, ast.Name) and (n.id == self.param or isinstance(self.env.get(n.id), _Deferred))
+                   for n in ast.walk(stmt.test)):
                 self.emit(stmt.test)
             return
         if isinstance(stmt, ast.Import) and all(a.name in self.modules and not a.asname for a in stmt.names):
             self.env.update({a.name: self.modules[a.name] for a in stmt.names})
             return
         if isinstance(stmt, ast.ImportFrom) and stmt.module in self.modules and stmt.level == 0:
+            members = self.modules[stmt.module].members
             for alias in stmt.names:
-                if alias.name not in self.modules[stmt.module]:
+                if alias.name not in members:
                     raise Unsupported(f"from {stmt.module} import {alias.name}")
-                self.env[alias.asname or alias.name] = self.modules[stmt.module][alias.name]
-            return
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            self.bind(stmt.targets[0], self.value(stmt.value))
-            return
-        if isinstance(stmt, ast.For) and not stmt.orelse:
-            for item in self.items(stmt.iter):
-                self.bind(stmt.target, item)
-                self.run(stmt.body)
+                self.env[alias.asname or alias.name] = members[alias.name]
             return
         raise Unsupported(type(stmt).__name__)
 
     def bind(self, target: ast.expr, value: Any) -> None:
-        if isinstance(target, ast.Name) and target.id != self.param:
-            self.env[target.id] = value
-        elif isinstance(target, ast.Tuple) and type(value) in (tuple, list) and len(target.elts) == len(value):
-            for t, v in zip(target.elts, value):
-                self.bind(t, v)
-        else:
-            raise Unsupported("assignment target")
+        if isinstance(target, ast.Name) and target.id == self.param:
+            raise Unsupported("assignment to the candidate")
+        super().bind(target, value)
+
+    def name(self, name: str) -> Any:
+        found = super().name(name)
+        if isinstance(found, _Deferred):
+            raise Unsupported("a candidate's value used outside an assert")
+        return found
+
+    def is_candidate_call(self, node: ast.AST) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == self.param
+
+    def candidate_call(self, node: ast.Call) -> ast.Call:
+        """``node`` calling the entry point, each argument that calls or reads an attribute
+        (``copy.deepcopy(coeffs)``) evaluated here to a literal, the others substituted."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise Unsupported("star arguments")
+
+        def arg(expr: ast.expr) -> ast.expr:
+            if any(isinstance(n, (ast.Call, ast.Attribute)) for n in ast.walk(expr)):
+                return _literal(self.value(expr))
+            return _Substitute(self).visit(_copy(expr))
+
+        call = ast.Call(func=ast.Name(id=self.entry_point, ctx=ast.Load()), args=[arg(a) for a in node.args],
+                        keywords=[ast.keyword(arg=k.arg, value=arg(k.value)) for k in node.keywords])
+        return ast.fix_missing_locations(call)
 
     def emit(self, test: ast.expr) -> None:
         if len(self.asserts) >= MAX_ASSERTS:
             raise Unsupported("too many asserts")
         self.asserts.append(ast.unparse(ast.Assert(test=_Substitute(self).visit(_copy(test)), msg=None)))
 
-    def items(self, node: ast.expr) -> list[Any]:
-        values = self.value(node)
-        if type(values) not in (list, tuple, str) or len(values) > MAX_ITEMS:
-            raise Unsupported("loop over a non-sequence")
-        self.steps += len(values)
-        if self.steps > MAX_STEPS:
-            raise Unsupported("too many iterations")
-        return list(values)
-
-    def value(self, node: ast.expr) -> Any:  # noqa: C901 - one case per node type
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in self.env:
-                return self.env[node.id]
-            if node.id in _PURE:
-                return _PURE[node.id]
-            raise Unsupported(f"name {node.id!r}")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            module = self.env.get(node.value.id)
-            if isinstance(module, dict) and node.attr in module:
-                return module[node.attr]
-            raise Unsupported("attribute")
-        if isinstance(node, (ast.Tuple, ast.List)):
-            items = [self.value(e) for e in node.elts]
-            return tuple(items) if isinstance(node, ast.Tuple) else items
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](self.value(node.operand))
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = self.value(node.left), self.value(node.right)
-            _guard(node.op, left, right)
-            return _BINOPS[type(node.op)](left, right)
-        if isinstance(node, ast.BoolOp):
-            result: Any = None
-            for operand in node.values:
-                result = self.value(operand)
-                if isinstance(node.op, ast.And) != bool(result):
-                    return result
-            return result
-        if isinstance(node, ast.Compare) and all(type(op) in _CMPOPS for op in node.ops):
-            left = self.value(node.left)
-            for op, comparator in zip(node.ops, node.comparators):
-                right = self.value(comparator)
-                if not _CMPOPS[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.Call) and not node.keywords:
-            func = self.value(node.func)
-            if not callable(func):
-                raise Unsupported("call")
-            return func(*[self.value(a) for a in node.args])
-        if isinstance(node, ast.ListComp) and len(node.generators) == 1:
-            return self.comprehension(node)
-        raise Unsupported(type(node).__name__)
-
-    def comprehension(self, node: ast.ListComp) -> list[Any]:
-        gen = node.generators[0]
-        if gen.is_async or not isinstance(gen.target, ast.Name):
-            raise Unsupported("comprehension")
-        saved = dict(self.env)
-        out = []
-        try:
-            for item in self.items(gen.iter):
-                self.env[gen.target.id] = item
-                if all(self.value(cond) for cond in gen.ifs):
-                    out.append(self.value(node.elt))
-        finally:
-            self.env = saved
-        return out
-
 
 class _Substitute(ast.NodeTransformer):
-    """Bound names -> their values as literals; the parameter -> the entry point."""
+    """Bound names -> their values as literals (a bound candidate call -> the call); candidate
+    calls -> calls of the entry point."""
 
     def __init__(self, unroller: _Unroller):
         self.u = unroller
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if self.u.is_candidate_call(node):
+            return ast.copy_location(self.u.candidate_call(node), node)
+        if not _is_safe_callee(node.func, tuple(self.u.helpers)):  # the judge would send it to the program
+            raise Unsupported(f"a call of {ast.unparse(node.func)} in an assert")
+        return self.generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id == self.u.param:
-            return ast.copy_location(ast.Name(id=self.u.entry_point, ctx=node.ctx), node)
-        if node.id in self.u.env and self.u.env[node.id] is self.u.modules.get(node.id):
-            return node  # `math.isclose(...)` stays for the judge
-        if node.id in self.u.env:
-            return ast.copy_location(_literal(self.u.env[node.id]), node)
-        return node
+            raise Unsupported("the candidate used other than by a call")
+        value = self.u.env.get(node.id, node)
+        if value is node or isinstance(value, Module):
+            return node  # `math.isclose(...)` stays for the judge, as do helper names (`poly`)
+        if isinstance(value, _Deferred):
+            return ast.copy_location(_copy(value.call), node)
+        return ast.copy_location(_literal(value), node)
 
 
 def _literal(value: Any) -> ast.expr:
@@ -202,12 +153,76 @@ def _copy(node: ast.expr) -> ast.expr:
     return ast.parse(ast.unparse(node), mode="eval").body
 
 
-def unroll_check(check: ast.FunctionDef, param: str, entry_point: str) -> list[str] | None:
+def unroll_check(check: ast.FunctionDef, param: str, entry_point: str,
+                 helpers: Mapping[str, TrustedFunction] | None = None) -> list[str] | None:
     """The asserts ``check``'s body executes, as plain statements (see the module doc); None when
-    the body holds something else."""
-    unroller = _Unroller(param, entry_point)
+    the body holds something else. ``helpers``: the prompt's functions (``trusted_helpers``)."""
+    unroller = _Unroller(param, entry_point, helpers or {})
     try:
         unroller.run(check.body)
     except (Unsupported, ArithmeticError, TypeError, ValueError, IndexError, KeyError, RecursionError):
         return None
     return unroller.asserts or None
+
+
+# -- HumanEval's check(candidate) as asserts ------------------------------------------------------
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str):
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node) if node.id == self.old else node
+
+
+def humaneval_tests(test_source: str, entry_point: str, prompt: str = "") -> list[str]:
+    """Asserts of ``check(candidate)`` with ``candidate`` -> entry point, unrolled when the function
+    holds anything else than asserts (trusted helpers: the functions of ``prompt`` and of the test
+    module); [``check(...)`` call] when it cannot be."""
+    return list(_humaneval_tests(test_source, entry_point, prompt))
+
+
+@functools.lru_cache(maxsize=512)
+def _humaneval_tests(test_source: str, entry_point: str, prompt: str) -> tuple[str, ...]:
+    tree = ast.parse(test_source)
+    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if len(checks) != 1:
+        return (f"check({entry_point})",)
+    check = checks[0]
+    param = check.args.args[0].arg if check.args.args else "candidate"
+    asserts = []
+    for stmt in check.body:
+        if isinstance(stmt, ast.Assert):
+            mentions = any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt))
+            if mentions:
+                asserts.append(ast.unparse(_Rename(param, entry_point).visit(copy.deepcopy(stmt))))
+        elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            continue
+        else:
+            return _unrolled(check, param, entry_point, trusted_helpers(prompt, entry_point, test_source))
+    return tuple(asserts) or (f"check({entry_point})",)
+
+
+def _unrolled(check: ast.FunctionDef, param: str, entry_point: str,
+              helpers: Mapping[str, TrustedFunction]) -> tuple[str, ...]:
+    """A check with loops / variables / random inputs / the dataset's helpers as plain asserts when
+    every one splits (``check_unroll``), else the whole ``check(...)`` call (run in the child)."""
+    asserts = unroll_check(check, param, entry_point, helpers)
+    if asserts and not any(plan_test(a, tuple(helpers)).legacy for a in asserts):
+        return tuple(asserts)
+    return (f"check({entry_point})",)
+
+
+def without_check(test_source: str) -> str:
+    """The HumanEval test module minus ``check`` (and ``METADATA``): the expected values stay here."""
+    try:
+        tree = ast.parse(test_source)
+    except SyntaxError:
+        return test_source
+
+    def keep(node: ast.stmt) -> bool:
+        if isinstance(node, ast.FunctionDef) and node.name == "check":
+            return False
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        return not any(isinstance(t, ast.Name) and t.id == "METADATA" for t in targets)
+    tree.body = [n for n in tree.body if keep(n)]
+    return ast.unparse(tree)

@@ -11,6 +11,11 @@ guards, comparisons, subscripts, the helper calls). So ``math.isclose(f(x), y, r
 ``f(x)[0] == y`` are all judged here. No candidate code, no ``__eq__`` of a program-defined class
 and nothing the candidate's process produced other than plain values takes part.
 
+Trusted helpers: ``plan_test(source, helpers=("poly",))`` also lets the check call those names
+(``math.fabs(poly([1, 2], find_zero([1, 2]))) < 1e-4``: ``poly`` runs here, ``find_zero`` in the
+child); :func:`judge` gets the functions themselves -- the prompt's definitions evaluated by
+:mod:`lever_jax.execution.trusted_eval`, never the program's (HumanEval/32).
+
 A test that does not fit (a comprehension, a name defined by the setup code, a lambda, no
 candidate call at all, not a single ``assert``) gets ``check=None``: it runs the old way, inside
 the child, and its outcome is flagged as ``judge: "child"`` (forgeable) in the result record.
@@ -22,7 +27,7 @@ import dataclasses
 import functools
 import math
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 PLACEHOLDER = "__lever_call_{}__"
 SAFE_FUNCS: dict[str, Callable[..., Any]] = {
@@ -57,20 +62,22 @@ class Unsupported(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class TestPlan:
-    """One test: ``calls`` (sources the child evaluates) and the judge-side ``check`` (None: legacy)."""
+    """One test: ``calls`` (sources the child evaluates) and the judge-side ``check`` (None: legacy);
+    ``helpers``: the trusted helper functions the check may call."""
 
     source: str
     calls: tuple[str, ...]
     check: ast.expr | None
+    helpers: tuple[str, ...] = ()
 
     @property
     def legacy(self) -> bool:
         return self.check is None
 
 
-def _is_safe_callee(func: ast.expr) -> bool:
+def _is_safe_callee(func: ast.expr, helpers: tuple[str, ...] = ()) -> bool:
     if isinstance(func, ast.Name):
-        return func.id in SAFE_FUNCS
+        return func.id in SAFE_FUNCS or func.id in helpers
     return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "math"
             and func.attr in MATH_FUNCS)
 
@@ -82,11 +89,12 @@ class _Splitter(ast.NodeTransformer):
                ast.Compare, ast.Subscript, ast.Slice, ast.Load, ast.keyword, ast.IfExp,
                *(_BINOPS), *(_CMPOPS), *(_UNARY), ast.And, ast.Or)
 
-    def __init__(self) -> None:
+    def __init__(self, helpers: tuple[str, ...] = ()) -> None:
         self.calls: list[str] = []
+        self.helpers = helpers
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        if _is_safe_callee(node.func):
+        if _is_safe_callee(node.func, self.helpers):
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise Unsupported("star arguments")
             node.args = [self.visit(a) for a in node.args]
@@ -113,28 +121,34 @@ class _Splitter(ast.NodeTransformer):
 
 
 @functools.lru_cache(maxsize=65536)
-def plan_test(source: str) -> TestPlan:
-    """Split one test statement (see the module doc); never raises."""
+def plan_test(source: str, helpers: tuple[str, ...] = ()) -> TestPlan:
+    """Split one test statement (see the module doc), ``helpers`` being names of trusted functions
+    the check may call; never raises."""
+    helpers = tuple(h for h in helpers if h not in SAFE_FUNCS and not h.startswith("__"))
     try:
         tree = ast.parse(source.strip())
     except SyntaxError:
         return TestPlan(source, (), None)
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
         return TestPlan(source, (), None)
-    splitter = _Splitter()
+    splitter = _Splitter(helpers)
     try:
         check = splitter.visit(tree.body[0].test)
     except (Unsupported, RecursionError):
         return TestPlan(source, (), None)
     if not splitter.calls:  # nothing for the candidate to answer: e.g. the function under test is named `sum`
         return TestPlan(source, (), None)
-    return TestPlan(source, tuple(splitter.calls), check)
+    used = tuple(sorted({n.func.id for n in ast.walk(check) if isinstance(n, ast.Call)
+                         and isinstance(n.func, ast.Name) and n.func.id in helpers}))
+    return TestPlan(source, tuple(splitter.calls), check, used)
 
 
-def judge(plan: TestPlan, values: list[Any]) -> bool:
-    """Evaluate the check with the candidate's (decoded, plain) answers; any error is a failure."""
+def judge(plan: TestPlan, values: list[Any], helpers: Mapping[str, Callable[..., Any]] | None = None) -> bool:
+    """Evaluate the check with the candidate's (decoded, plain) answers and the trusted ``helpers``
+    the plan names; any error (a helper missing included) is a failure."""
     assert plan.check is not None
-    env = {PLACEHOLDER.format(i): v for i, v in enumerate(values)}
+    env: dict[str, Any] = {name: (helpers or {})[name] for name in plan.helpers if name in (helpers or {})}
+    env.update({PLACEHOLDER.format(i): v for i, v in enumerate(values)})
     try:
         return bool(_eval(plan.check, env))
     except Exception:  # noqa: BLE001 - a failed check (TypeError on a wrong type, ZeroDivisionError, ...)
@@ -183,7 +197,10 @@ def _eval(node: ast.AST, env: dict[str, Any]) -> Any:  # noqa: C901 - one case p
     if isinstance(node, ast.Slice):
         return slice(*(None if p is None else _eval(p, env) for p in (node.lower, node.upper, node.step)))
     if isinstance(node, ast.Call):
-        func = SAFE_FUNCS[node.func.id] if isinstance(node.func, ast.Name) else MATH_FUNCS[node.func.attr]
+        if isinstance(node.func, ast.Name):  # a trusted helper (in env only when the plan names it) or a builtin
+            func = env[node.func.id] if node.func.id in env else SAFE_FUNCS[node.func.id]
+        else:
+            func = MATH_FUNCS[node.func.attr]
         args = [_eval(a, env) for a in node.args]
         kwargs = {k.arg: _eval(k.value, env) for k in node.keywords}
         if func is sorted and "key" in kwargs:

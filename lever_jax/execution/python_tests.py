@@ -25,25 +25,32 @@ split run the old way inside the child and are flagged (``details.tests[i].judge
 HumanEval: the asserts are derived from ``check(candidate)`` with ``candidate`` replaced by the
 entry point (the child's setup is the test module without ``check``); when ``check`` holds
 anything but asserts, :mod:`lever_jax.execution.check_unroll` unrolls loops, variables and (seeded)
-random inputs into plain asserts; a check it cannot unroll (a value computed by a helper of the
-program, e.g. HumanEval/32, /38, /50) runs whole as one legacy test, ``check(<entry_point>)``.
+random inputs into plain asserts. Helper functions the check calls (HumanEval/32's ``poly``, /38's
+``encode_cyclic``, /50's ``encode_shift``) are the *prompt's* definitions, evaluated by the judge
+(:mod:`lever_jax.execution.trusted_eval`), never the program's own copies, which it may have
+changed. A check it cannot unroll runs whole as one legacy test, ``check(<entry_point>)``; no
+HumanEval problem needs that since ``pytests-5``.
 """
 from __future__ import annotations
 
 import ast
-import copy
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import plain
 from lever_jax.execution.base import SandboxResult, Task
-from lever_jax.execution.check_unroll import unroll_check
+from lever_jax.execution.check_unroll import humaneval_tests, without_check
 from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.execution.judge import TestPlan, judge, plan_test
+from lever_jax.execution.trusted_eval import trusted_helpers
+
+__all__ = ["HumanEvalExecutor", "MBPPExecutor", "humaneval_tests", "split_assert", "run"]
 
 # 3: a test call that raises makes the execution an error (LEVER); 4: HumanEval checks with loops,
-# variables and random inputs unrolled into judged asserts (check_unroll)
+# variables and random inputs unrolled into judged asserts (check_unroll); 5 (HumanEval only): checks
+# that call the prompt's helpers (HumanEval/32, /38, /50) judged with the prompt's definitions
 VERSION = "pytests-4"
+HUMANEVAL_VERSION = "pytests-5"
 VALUE_CHARS = 300
 _CLOSE_FUNCS = {"isclose", "allclose", "abs", "set", "sorted", "round", "float", "int", "str", "list", "tuple"}
 _RET = "__lever_return_value__"
@@ -97,45 +104,6 @@ def split_assert(source: str) -> tuple[str, str] | None:
 
     swapped = Swap().visit(stmt)
     return call_src, ast.unparse(ast.fix_missing_locations(ast.Module(body=[swapped], type_ignores=[])))
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, old: str, new: str):
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.copy_location(ast.Name(id=self.new, ctx=node.ctx), node) if node.id == self.old else node
-
-
-def humaneval_tests(test_source: str, entry_point: str) -> list[str]:
-    """Asserts of ``check(candidate)`` with ``candidate`` -> entry point; [``check(...)`` call] if
-    the function holds anything else than asserts (and docstrings / pass)."""
-    tree = ast.parse(test_source)
-    checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
-    if len(checks) != 1:
-        return [f"check({entry_point})"]
-    check = checks[0]
-    param = check.args.args[0].arg if check.args.args else "candidate"
-    asserts = []
-    for stmt in check.body:
-        if isinstance(stmt, ast.Assert):
-            mentions = any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(stmt))
-            if mentions:
-                asserts.append(ast.unparse(_Rename(param, entry_point).visit(copy.deepcopy(stmt))))
-        elif isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
-            continue
-        else:
-            return _unrolled(check, param, entry_point)
-    return asserts or [f"check({entry_point})"]
-
-
-def _unrolled(check: ast.FunctionDef, param: str, entry_point: str) -> list[str]:
-    """A check with loops / variables / random inputs as plain asserts when every one splits
-    (``check_unroll``), else the whole ``check(...)`` call (run in the child)."""
-    asserts = unroll_check(check, param, entry_point)
-    if asserts and not any(plan_test(a).legacy for a in asserts):
-        return asserts
-    return [f"check({entry_point})"]
 
 
 # -- the sandbox task (runs in the child, with the candidate) -----------------------------------
@@ -250,8 +218,10 @@ def _s(value: Any, what: str) -> str:
     return value[:VALUE_CHARS]
 
 
-def judge_test(plan: TestPlan, entry: Any) -> dict[str, Any]:
-    """One test's verdict and LEVER's return capture from the child's record (validated strictly)."""
+def judge_test(plan: TestPlan, entry: Any,
+               helpers: Mapping[str, Callable[..., Any]] | None = None) -> dict[str, Any]:
+    """One test's verdict and LEVER's return capture from the child's record (validated strictly);
+    ``helpers``: the trusted functions the check may call."""
     if not isinstance(entry, dict):
         raise BadResult("a test record is not an object")
     if plan.legacy:
@@ -294,7 +264,7 @@ def judge_test(plan: TestPlan, entry: Any) -> dict[str, Any]:
             return out
     if len(values) != len(plan.calls):
         raise BadResult("a test record has the wrong number of answers")
-    out["passed"] = judge(plan, values)
+    out["passed"] = judge(plan, values, helpers)
     return out
 
 
@@ -305,13 +275,21 @@ class _TestsExecutor:
     def tests_for(self, problem: Problem) -> tuple[str, list[str]]:
         raise NotImplementedError
 
+    def helpers_for(self, problem: Problem) -> Mapping[str, Callable[..., Any]]:
+        """The trusted helper functions the judge may call for ``problem`` (none for MBPP)."""
+        return {}
+
+    def plans_for(self, problem: Problem) -> tuple[str, list[TestPlan]]:
+        setup, tests = self.tests_for(problem)
+        names = tuple(self.helpers_for(problem))
+        return setup, [plan_test(t, names) for t in tests]
+
     def child_setup(self, setup: str, plans: list[TestPlan]) -> str:
         """The setup code the child gets (HumanEval drops ``check`` when no test needs it)."""
         return setup
 
     def make_task(self, problem: Problem, candidate: Candidate) -> Task:
-        setup, tests = self.tests_for(problem)
-        plans = [plan_test(t) for t in tests]
+        setup, plans = self.plans_for(problem)
         wire = [{"legacy": p.source} if p.legacy else {"calls": list(p.calls)} for p in plans]
         return Task("lever_jax.execution.python_tests:run",
                     {"program": candidate.program, "setup": self.child_setup(setup, plans), "tests": wire})
@@ -323,13 +301,14 @@ class _TestsExecutor:
             text = "ERROR: program is not parsable" if error.startswith("SyntaxError") else f"ERROR: {error}"
             return Execution(status=result.status, result_key=error_key, result_text=text[:500], error=result.error,
                              correct=False, details={"tests": []})
-        plans = [plan_test(t) for t in self.tests_for(problem)[1]]
+        plans = self.plans_for(problem)[1]
+        helpers = self.helpers_for(problem)
         raw = result.value.get("tests")
         try:
             if not isinstance(raw, list) or len(raw) != len(plans):
                 raise BadResult(f"the result holds {len(raw) if isinstance(raw, list) else 'no'} tests, "
                                 f"expected {len(plans)}")
-            tests = [judge_test(plan, entry) for plan, entry in zip(plans, raw)]
+            tests = [judge_test(plan, entry, helpers) for plan, entry in zip(plans, raw)]
         except BadResult as err:
             message = f"invalid result record: {err}"
             return Execution(status="error", result_key=error_key, result_text=f"ERROR: {message}", error=message,
@@ -367,28 +346,20 @@ class HumanEvalExecutor(_TestsExecutor):
     """HumanEval: the ``check(candidate)`` asserts, with the test module as setup code."""
 
     dataset = "humaneval"
+    version = HUMANEVAL_VERSION
 
     def tests_for(self, problem: Problem) -> tuple[str, list[str]]:
         ctx = problem.context
         test_source = str(ctx["test"])
-        return test_source, humaneval_tests(test_source, str(ctx["entry_point"]))
+        return test_source, humaneval_tests(test_source, str(ctx["entry_point"]), str(ctx.get("prompt") or ""))
+
+    def helpers_for(self, problem: Problem) -> Mapping[str, Callable[..., Any]]:
+        """The prompt's (and test module's) helper functions (``poly``, ``encode_cyclic``, ...), never
+        the program's."""
+        ctx = problem.context
+        return trusted_helpers(str(ctx.get("prompt") or ""), str(ctx["entry_point"]), str(ctx["test"]))
 
     def child_setup(self, setup: str, plans: list[TestPlan]) -> str:
         if any(p.legacy for p in plans):
             return setup
-        return _without_check(setup)
-
-
-def _without_check(test_source: str) -> str:
-    """The HumanEval test module minus ``check`` (and ``METADATA``): the expected values stay here."""
-    try:
-        tree = ast.parse(test_source)
-    except SyntaxError:
-        return test_source
-    def keep(node: ast.stmt) -> bool:
-        if isinstance(node, ast.FunctionDef) and node.name == "check":
-            return False
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        return not any(isinstance(t, ast.Name) and t.id == "METADATA" for t in targets)
-    tree.body = [n for n in tree.body if keep(n)]
-    return ast.unparse(tree)
+        return without_check(setup)
