@@ -33,13 +33,14 @@ install-test: $(TEST_INSTALLED)
 demo: $(INSTALLED)
 	$(BIN)/lever-jax run --gin_file gin_configs/runs/demo.gin --out results/demo
 
+# PYTEST_FLAGS: extra pytest flags, e.g. `make test PYTEST_FLAGS=--durations=30` (where the time goes)
 test: $(TEST_INSTALLED)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q $(PYTEST_FLAGS) tests
 
 # The unit tier between edits: everything but the tests marked slow (end-to-end runs, subprocess
 # trainings, the GCS emulator). `make test` (CI) runs both tiers.
 test-fast: $(TEST_INSTALLED)
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_FLAGS) tests
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis

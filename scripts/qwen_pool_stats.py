@@ -1,7 +1,8 @@
 """Statistics of the pools `lever-jax sample` made (lever_jax/data/bundled/qwen05b_pools): per executed
 pool the problems, samples, distinct programs, the greedy decode's and a sample's pass@1, the oracle,
-the share of candidates that execute without error, and, where the sampling journal is at hand, the
-tokens generated and the summed per-problem wall seconds. Writes stats.json beside the pools (the data
+the share of candidates that execute without error, ML and ML+EP with the real log-probs against
+their count fallback (P_LM = count / total; paired bootstrap CI) and, where the sampling journal is
+at hand, the tokens generated and the summed per-problem wall seconds. Writes stats.json beside the pools (the data
 card quotes it).
 
     python scripts/qwen_pool_stats.py [--journals DIR] [--out lever_jax/data/bundled/qwen05b_pools/stats.json]
@@ -13,9 +14,13 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
+from lever_jax.data.arrays import problems_to_arrays
 from lever_jax.data.bundled import bundled_path
 from lever_jax.data.jsonl import iter_json_lines, read_problems, write_json
 from lever_jax.data.schema import Problem
+from lever_jax.rerank import methods, statistics
 
 POOL_DIR = bundled_path("qwen05b_pools")
 
@@ -38,6 +43,26 @@ def pool_stats(problems: list[Problem]) -> dict[str, Any]:
     }.items()}
 
 
+def logprobs_vs_counts(problems: list[Problem]) -> dict[str, Any]:
+    """ML and ML+EP accuracy (%) with the pool's log-probs and with the count fallback, and their
+    paired difference with a 95% bootstrap CI over problems."""
+    a = problems_to_arrays(sorted(problems, key=lambda p: p.problem_id))
+    total = np.maximum(a.counts.sum(axis=1, keepdims=True), 1)
+    count_lp = np.where(a.mask, np.log(np.maximum(a.counts, 1) / total), -np.inf)
+    rows = np.arange(a.shape[0])
+    out = {}
+    for name, choose in (("max_gen_prob", lambda lp: methods.max_gen_logprob(lp, a.mask)),
+                         ("ml_ep", lambda lp: methods.ml_ep(lp, a.errored, a.mask))):
+        picked, picked_by_count = choose(a.gen_logprob), choose(count_lp)
+        real = a.correct[rows, picked].astype(np.float64)
+        fallback = a.correct[rows, picked_by_count].astype(np.float64)
+        ci = statistics.bootstrap_ci(real - fallback, n_resamples=10_000)
+        out[name] = {"log_probs": round(100 * real.mean(), 2), "count_fallback": round(100 * fallback.mean(), 2),
+                     "difference": [round(100 * x, 2) for x in (ci.mean, ci.low, ci.high)],
+                     "chose_differently": round(100 * float((picked != picked_by_count).mean()), 2)}
+    return out
+
+
 def journal_stats(path: Path) -> Optional[dict[str, Any]]:
     """Tokens and summed per-problem wall seconds from a sampling journal, if it is there."""
     if not path.is_file():
@@ -57,7 +82,8 @@ def main() -> None:
     stats: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     for executed in sorted(POOL_DIR.glob("*.executed.jsonl.gz")):
         name = executed.name.split(".")[0]
-        entry = pool_stats(list(read_problems(executed, require_execution=True)))
+        problems = list(read_problems(executed, require_execution=True))
+        entry = {**pool_stats(problems), "logprobs_vs_counts": logprobs_vs_counts(problems)}
         sampling = journal_stats(args.journals / f"{name}.samples.jsonl.gz.journal.jsonl")
         entry["sampling"] = sampling or stats.get(name, {}).get("sampling")  # kept once the journal is gone
         stats[name] = entry
