@@ -56,7 +56,7 @@ NO_GOLD = {
     "wikitq_binder": "no gold SQL: WikiTQ has none and SQUALL's annotations are not bundled",
     "humaneval": "HumanEval has a gold program (the canonical solution), but `lever-jax run`'s verifiers "
                  "train on the pool's candidates only (gold positives exist in `lever-jax train`, "
-                 "train.add_gold)",
+                 "TrainDataConfig.add_gold)",
 }
 # What the paper reports (LEVER + Codex code-davinci-002; /work/shared/LEVER_NOTES.md, the CodeT
 # paper for HumanEval) per dataset: method key -> number.

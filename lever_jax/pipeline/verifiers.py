@@ -6,7 +6,7 @@
   (lever_jax.pipeline.gsm8k_features), and a small head (lever_jax.pipeline.head) is trained per fold;
 - 'finetune': the top MiniLM layers over cached lower layers (lever_jax.pipeline.finetune), optionally
   boosted over the features head (lever_jax.pipeline.features_offset);
-- 'trained': the gin-configured model (MODEL, ``train.*``) trained per fold by lever_jax.training.runs.
+- 'trained': the gin-configured model (MODEL, ``train.*`` and the groups of lever_jax.training.configs) trained per fold by lever_jax.training.runs.
 
 Each fold directory lives under a directory named by the settings that change training, so a
 changed config never resumes a stale fold.
