@@ -1,4 +1,5 @@
-"""The verifier training loop: train state, jitted sharded train step, scoring and the host loop.
+"""The verifier trainer: train state, jitted sharded train step and scoring, for any model of the
+`lever_jax.models.base.VerifierModel` contract (the host loop: lever_jax.training.loop).
 
 - `TrainState` (step, params, opt_state, rng) is one pytree, sharded by the partitioner's logical
   rules (params from their logical axes, optimizer moments like their parameter, scalars
