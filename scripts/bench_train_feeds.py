@@ -1,4 +1,4 @@
-"""Benchmark: the trainer's own feeds (train.batching) on the real GSM8k pool lengths.
+"""Benchmark: the trainer's own feeds (TrainDataConfig.batching) on the real GSM8k pool lengths.
 
 `lever-jax train`'s step (lever_jax.training.trainer.Trainer.train_step, LEVER's loss, AdamW,
 dropout on) fed by its own batcher (lever_jax.inputs.feeds.TrainBatcher: the same sampled

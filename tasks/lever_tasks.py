@@ -16,7 +16,7 @@ Registration (:func:`register_lever_tasks`, also run once at import with the def
   (registered only when at least one exists).
 
 This is the task module that users and gin files import, as in t5x (lever_jax never imports it):
-``lever-jax train --task_module tasks.lever_tasks`` (with ``train.pipeline='seqio'``) imports it
+``lever-jax train --task_module tasks.lever_tasks`` (with ``TrainDataConfig.pipeline='seqio'``) imports it
 after the gin files are parsed, so the import-time registration sees their ``discover_specs.*``
 bindings. Imported before gin is parsed (``import tasks.lever_tasks`` in a gin file, or your own
 code), call ``register_lever_tasks()`` again after parsing (vocabulary and serialisation options are

@@ -24,13 +24,12 @@ MICRO_BINDINGS = [
     "configs.T5Config.d_ff = 32",
     "configs.T5Config.num_encoder_layers = 1",
     "configs.T5Config.num_decoder_layers = 1",
-    "train.max_train_problems = 16",
-    "train.max_eval_problems = 6",
-    "evaluate.max_eval_problems = 6",
-    "train.eval_batch_size = 16",
-    "evaluate.eval_batch_size = 16",
-    "train.log_every = 1",
-    "train.progress_bar = False",
+    "TrainDataConfig.max_problems = 16",
+    "TrainDataConfig.max_dev_problems = 6",
+    "EvalDataConfig.max_problems = 6",
+    "ScoringConfig.batch_size = 16",
+    "TrainLoopConfig.log_every = 1",
+    "TrainLoopConfig.progress_bar = False",
 ]
 # Dropout on: a resumed run must replay the RNG too. Every resume test compares with a run of these
 # bindings; where checkpoints are written (CHECKPOINT_PERIOD) does not change its metrics.

@@ -30,7 +30,8 @@ HF_COUNTS = {
 
 def parse(files: list[str], bindings: list[str] = (), command: str = "train") -> None:
     gin.clear_config()
-    parser = launch.add_flags(argparse.ArgumentParser(prog=f"lever-jax {command}"))
+    flags = launch.add_train_flags if command == "train" else launch.add_eval_flags
+    parser = flags(argparse.ArgumentParser(prog=f"lever-jax {command}"))
     args = parser.parse_args([a for f in files for a in ("--gin_file", f)]
                              + [a for b in ["MODEL_DIR = '/tmp/unused'", *bindings] for a in ("--gin_bindings", b)])
     launch.parse_gin(args)
@@ -54,7 +55,7 @@ def test_every_model_file_builds_through_the_train_path(name):
     parse(["gin_configs/runs/train.gin", f"gin_configs/models/{name}", "gin_configs/tasks/gsm8k_pool.gin"], extra)
     tok = get_vocabulary()
     model = runs.configured_model(runs.gin_model("train"), tok)
-    count = runs.count_parameters(model)
+    count = model.num_parameters()
     if want is not None:
         assert count == want, (name, count)
     assert model.config.vocab_size >= tok.vocab_size
@@ -68,8 +69,8 @@ def test_file_order_does_not_matter():
     for order in itertools.permutations(files):
         parse(list(order))
         model = runs.configured_model(runs.gin_model("train"), get_vocabulary())
-        seen.add((runs.describe_model(model), value("train.train_task"), value("train.problems_per_batch"),
-                  value("train.dev_task"), get_vocabulary().spec))
+        seen.add((model.describe(), value("TrainDataConfig.task"), value("TrainDataConfig.problems_per_batch"),
+                  value("TrainDataConfig.dev_task"), get_vocabulary().spec))
     assert len(seen) == 1, seen
     (desc, task, batch, dev, vocab), = seen
     assert "d_model 64" in desc and task == "lever_verify_gsm8k_pool_fold0_train" and vocab == "spm"
@@ -82,7 +83,7 @@ def test_model_file_vocabulary_is_the_one_used():
     parse(["gin_configs/runs/eval.gin", "gin_configs/models/t5_tiny.gin", "gin_configs/tasks/gsm8k_pool.gin"],
           command="eval")
     assert get_vocabulary().spec == "spm"
-    assert runs.describe_model(runs.configured_model(runs.gin_model("evaluate"), get_vocabulary()))
+    assert runs.configured_model(runs.gin_model("evaluate"), get_vocabulary()).describe()
 
 
 def test_vocabulary_mismatch_is_a_user_error():
@@ -107,10 +108,66 @@ def test_gin_mistakes_are_one_line_user_errors(tmp_path):
 
 
 def test_data_flags_become_file_bindings(tmp_path):
-    parser = launch.add_flags(argparse.ArgumentParser(prog="lever-jax eval"))
+    parser = launch.add_eval_flags(argparse.ArgumentParser(prog="anything"))
     args = parser.parse_args(["--input", "x.executed.jsonl", "--output", "s.json"])
     assert launch.data_bindings(args) == ["EVAL_FILE = 'x.executed.jsonl'", "EVAL_MIXTURE_OR_TASK_NAME = None",
                                         "evaluate.output = 's.json'"]
-    parser = launch.add_flags(argparse.ArgumentParser(prog="lever-jax train"))
+    parser = launch.add_train_flags(argparse.ArgumentParser(prog="anything"))
     args = parser.parse_args(["--train_file", "t.jsonl", "--dev_file", "d.jsonl"])
     assert launch.data_bindings(args)[0] == "TRAIN_FILE = 't.jsonl'"
+
+
+def test_flag_sets_are_explicit_not_taken_from_the_program_name(capsys):
+    """Each command has its own flags whatever the parser is called: eval has no --train_file,
+    train no --input (argparse: exit 2)."""
+    for flags, foreign in ((launch.add_eval_flags, "--train_file"), (launch.add_train_flags, "--input")):
+        parser = flags(argparse.ArgumentParser(prog="lever-jax train eval"))
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args([foreign, "x"])
+        assert exit_info.value.code == 2
+    assert launch.add_train_flags(argparse.ArgumentParser()).parse_args([]).func is launch.run_train
+    assert launch.add_eval_flags(argparse.ArgumentParser()).parse_args([]).func is launch.run_evaluate
+
+
+@pytest.mark.parametrize("binding, line", [
+    ("train.train_task = 'x'", "train.train_task moved: bind TrainDataConfig.task instead"),
+    ("train.checkpoint_every = 5", "train.checkpoint_every moved: bind CheckpointConfig.every instead"),
+    ("evaluate.eval_batch_size = 8", "evaluate.eval_batch_size moved: bind ScoringConfig.batch_size instead"),
+    ("make_partitioning.strategy = 'fsdp'", "make_partitioning.strategy moved: bind PartitionConfig.strategy instead"),
+])
+def test_moved_bindings_are_one_line_naming_the_new_name(capsys, tmp_path, binding, line):
+    """A binding of a setting that moved into a config group (lever_jax.training.configs.MOVED):
+    one line naming the new binding, exit 2 -- on the command line and in a user's gin file."""
+    from lever_jax.cli.main import main
+
+    smoke = str(ROOT / "gin_configs/runs/smoke.gin")
+    assert main(["train", "--gin_file", smoke, "--gin_bindings", "MODEL_DIR = '/tmp/unused'",
+                 "--gin_bindings", binding]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f'lever-jax: error: --gin_bindings "{binding}": {line}'], err
+    gin.clear_config()
+    mine = tmp_path / "mine.gin"
+    mine.write_text(f"include '{smoke}'\n{binding}\n")
+    assert main(["eval", "--gin_file", str(mine), "--gin_bindings", "MODEL_DIR = '/tmp/unused'"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"lever-jax: error: {mine}:2: {line}"], err
+
+
+def test_every_moved_name_is_gone_and_its_new_name_exists():
+    """MOVED's old names are no longer parameters (binding them fails) and its new names are."""
+    import dataclasses
+    import inspect
+
+    from lever_jax.training import configs
+
+    groups = {cls.__name__: cls for cls in (configs.TrainDataConfig, configs.EvalDataConfig, configs.TrainLoopConfig,
+                                            configs.CheckpointConfig, configs.ScoringConfig, configs.PartitionConfig)}
+    functions = {"train": runs.train, "evaluate": runs.evaluate}
+    for old, new in configs.MOVED.items():
+        owner, name = old.split(".")
+        if owner in functions:
+            assert name not in inspect.signature(functions[owner]).parameters, old
+        group, field = new.split(".")
+        assert field in {f.name for f in dataclasses.fields(groups[group])}, new
+    assert len(inspect.signature(runs.train).parameters) <= 10
+    assert len(inspect.signature(runs.evaluate).parameters) <= 10

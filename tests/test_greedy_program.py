@@ -153,19 +153,18 @@ def test_second_checker_judges_the_greedy_program():
 
 
 def test_eval_path_counts_the_greedy_program(tmp_path):
-    """`lever-jax eval`'s path (file task -> EvalSet -> scores arrays) judges the problem-level
+    """`lever-jax eval`'s path (file task -> EvalSet and its CandidateArrays) judges the problem-level
     greedy program as `lever-jax rerank` does, not only an is_greedy candidate."""
     from lever_jax.inputs.examples import file_spec
     from lever_jax.inputs.feeds import load_eval_set
     from lever_jax.inputs.tokenizers import ByteTokenizer
-    from lever_jax.rerank.scores_file import arrays_from_eval_set
 
     samples, executed = tmp_path / "samples.jsonl", tmp_path / "executed.jsonl"
     assert cli_main(["import", "--format", "lever", "--input", str(FIXTURE), "--output", str(samples)]) == 0
     assert cli_main(["execute", "--dataset", "gsm8k", "--input", str(samples), "--output", str(executed),
                      "--no-cache", "--no-progress", "--workers", "1"]) == 0
     eval_set = load_eval_set(file_spec(executed), ByteTokenizer(), 64)
-    arrays = arrays_from_eval_set(eval_set)
+    arrays = eval_set.arrays
     expected = problems_to_arrays(list(jsonl.read_problems(executed, require_execution=True))).greedy_correct
     np.testing.assert_array_equal(arrays.greedy_correct, expected)
     assert arrays.greedy_correct[:3].tolist() == [1.0, 0.0, 1.0] and math.isnan(arrays.greedy_correct[3])

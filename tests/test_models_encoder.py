@@ -13,6 +13,7 @@ from flax import linen as nn
 from lever_jax.models import hf_import
 from lever_jax.models.configs import encoder_config
 from lever_jax.models.encoder import EncoderClassifier
+from lever_jax.models.base import VocabularyIds
 from lever_jax.models.verifier import EncoderClassifierVerifier
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,13 +121,13 @@ def test_minilm_import_covers_all_encoder_tensors(minilm) -> None:
     assert ours == encoder_sizes == 22_565_376  # all-MiniLM-L6-v2 (22.7M with its pooler)
     model = EncoderClassifierVerifier(cfg, pretrained="minilm")
     init = random_params(model, {"input_tokens": (1, 1, 8)})
-    merged = model.apply_pretrained(init)
+    merged = model.load_pretrained(init)
     assert np.array_equal(merged["layers_3"]["output"]["kernel"],
                           tensors["encoder.layer.3.output.dense.weight"].T)
     assert np.array_equal(merged["classifier"]["kernel"], init["classifier"]["kernel"])
     with pytest.raises(hf_import.CheckpointError, match="shape"):
         EncoderClassifierVerifier(dataclasses.replace(cfg, hidden_size=768, num_heads=12),
-                                  pretrained="minilm").apply_pretrained(
+                                  pretrained="minilm").load_pretrained(
             random_params(EncoderClassifierVerifier(dataclasses.replace(
                 cfg, hidden_size=768, num_heads=12)), {"input_tokens": (1, 1, 4)}))
 
@@ -173,8 +174,8 @@ def test_gin_encoder_files(name: str, pretrained, count) -> None:
     try:
         gin.parse_config_files_and_bindings([str(ROOT / f"gin_configs/models/{name}.gin")], [])
         model = gin.query_parameter("%MODEL").scoped_configurable_fn()
-        if model.config.vocab_size is None:  # taken from the vocabulary (training.runs.fit_vocabulary)
-            model = model.for_vocabulary(8000, 0)
+        if model.config.vocab_size is None:  # taken from the vocabulary (VerifierModel.for_vocabulary)
+            model = model.for_vocabulary(VocabularyIds("spm", 8000, 0))
     finally:
         gin.clear_config()
     assert isinstance(model, EncoderClassifierVerifier) and model.pretrained == pretrained

@@ -15,6 +15,7 @@ from lever_jax.models import configs
 from lever_jax.models.configs import LossConfig, t5_config
 from lever_jax.models.layers import relative_position_buckets
 from lever_jax.models.t5 import T5Transformer
+from lever_jax.models.base import VocabularyIds
 from lever_jax.models.verifier import EncoderDecoderVerifier, verifier_loss
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -294,12 +295,36 @@ def test_gin_model_files(name: str, size: str, version: str) -> None:
     assert isinstance(model, EncoderDecoderVerifier)
     want = t5_config(size, version, dtype="bfloat16", vocab_size=32128, no_token_id=None, yes_token_id=None)
     assert model.config == want
-    fitted = model.for_vocabulary(32128, 150, 4273)
+    fitted = model.for_vocabulary(VocabularyIds("spm", 32128, 0, 150, 4273))
     if size in ("tiny", "small"):
         n = _param_count(fitted)
         assert n == {"tiny": 4_310_016, "small": 76_961_152}[size]
-    other = model.for_vocabulary(300, 7, 8)
-    assert (other.config.vocab_size, other.config.no_token_id) == (300, 7)
+    other = model.for_vocabulary(VocabularyIds("other", 300, 0, 7, 8))  # the model file's VOCAB_SIZE stays
+    assert (other.config.vocab_size, other.config.no_token_id, other.config.yes_token_id) == (32128, 7, 8)
+    free = EncoderDecoderVerifier(dataclasses.replace(model.config, vocab_size=None)).for_vocabulary(
+        VocabularyIds("other", 300, 0, 7, 8))
+    assert free.config.vocab_size == 300 and free.describe().endswith("vocab 300")
+
+
+def test_verifier_contract() -> None:
+    """Both architectures implement the one abstract contract (lever_jax.models.base); a set
+    model-file value that disagrees with the vocabulary is one UserError naming the macro."""
+    from lever_jax.data.errors import UserError
+    from lever_jax.models.base import VerifierModel
+    from lever_jax.models.verifier import EncoderClassifierVerifier
+
+    assert issubclass(EncoderDecoderVerifier, VerifierModel) and issubclass(EncoderClassifierVerifier, VerifierModel)
+    with pytest.raises(TypeError):
+        VerifierModel()  # abstract: an architecture must say how it computes logits, loads weights, ...
+    model = EncoderDecoderVerifier(t5_config("tiny", "1.1", vocab_size=None, no_token_id=None, yes_token_id=None))
+    params = {"a": np.zeros(2)}
+    assert model.load_pretrained(params) is params  # no PRETRAINED, no init_params: unchanged
+    with pytest.raises(UserError, match="VOCAB_SIZE = None"):
+        EncoderDecoderVerifier(t5_config("tiny", "1.1", vocab_size=10, no_token_id=None, yes_token_id=None)).for_vocabulary(
+            VocabularyIds("spm", 8000, 0, 5, 6))
+    with pytest.raises(UserError, match="no_token_id=1"):
+        EncoderDecoderVerifier(t5_config("tiny", "1.1", vocab_size=None, no_token_id=1)).for_vocabulary(
+            VocabularyIds("spm", 8000, 0, 5, 6))
 
 
 def test_config_validation() -> None:

@@ -32,7 +32,8 @@ def eval_set():
 def _verifier(eval_set) -> np.ndarray:
     # A noisy but deterministic verifier: right programs mostly high, some wrong ones higher.
     rng = np.random.default_rng(0)
-    p = np.where(eval_set.labels == 1, 0.7, 0.4) + rng.uniform(-0.3, 0.3, size=len(eval_set.labels))
+    labels = eval_set.arrays.correct[eval_set.arrays.mask]  # flat, in the order of eval_set.tokens
+    p = np.where(labels, 0.7, 0.4) + rng.uniform(-0.3, 0.3, size=len(labels))
     return np.log(np.clip(p, 1e-3, 1.0)).astype(np.float32)
 
 
@@ -55,7 +56,7 @@ def test_eval_scores_rerank_in_rerank_cli(tmp_path, eval_set, capsys):
     assert metrics["voting_agg_rerank_acc"] == pytest.approx(got["lever_voting"])
     # an EvalSet without execution status cannot tell ML + EP / error-free voting: left out, not faked
     needs_status = {"ml_ep", "voting_error_free"}
-    expected = set(got) if hasattr(eval_set, "errored") else set(got) - needs_status
+    expected = set(got) if eval_set.arrays.errored_known else set(got) - needs_status
     assert {k[:-4] for k in metrics if k[:-4] in table.METHODS and k.endswith("_acc")} == expected
     for key in expected:
         assert metrics[f"{key}_acc"] == pytest.approx(got[key]), key

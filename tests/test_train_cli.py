@@ -46,18 +46,56 @@ def test_train_then_eval_from_gin_files(micro_run, jax_cache):
 
 
 def test_commands_register_the_t5x_flags():
-    from lever_jax.cli import eval as eval_cmd
-    from lever_jax.cli import train as train_cmd
+    """`lever-jax train` / `eval` are registered by the one launcher module, each with its flags."""
+    from lever_jax.cli.main import build_parser
+    from lever_jax.training import launch
 
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command")
-    train_cmd.register(sub)
-    eval_cmd.register(sub)
-    args = parser.parse_args(["train", "--gin_file", "a.gin", "--gin_file", "b.gin",
-                              "--gin_bindings", "X=1", "--distributed"])
+    args = build_parser("train").parse_args(["train", "--gin_file", "a.gin", "--gin_file", "b.gin",
+                                             "--gin_bindings", "X=1", "--gin_search_paths", "d", "--distributed"])
     assert args.gin_file == ["a.gin", "b.gin"] and args.gin_bindings == ["X=1"] and args.distributed
-    assert args.func is train_cmd.main
-    assert parser.parse_args(["eval", "--gin_file", "a.gin"]).func is eval_cmd.main
+    assert args.gin_search_paths == ["d"] and args.func is launch.run_train
+    args = build_parser("eval").parse_args(["eval", "--gin_file", "a.gin", "--input", "x", "--output", "y"])
+    assert args.func is launch.run_evaluate and (args.input, args.output) == ("x", "y")
+
+
+@pytest.mark.slow
+def test_eval_reads_its_input_once(micro_run, tmp_path, monkeypatch, capsys):
+    """`lever-jax eval --input FILE` opens FILE once (on gs:// each open is a download) and writes
+    the scores file and the metrics from one method table."""
+    import builtins
+
+    import gin
+
+    from lever_jax.cli.main import main
+
+    executed = REPO / "tests" / "fixtures" / "executed" / "gsm8k" / "test.executed.jsonl"
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def counting_open(file, *args, **kwargs):
+        if str(file) == str(executed):
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    from lever_jax.rerank import table
+
+    tables: list[int] = []
+    per_problem = table.per_problem
+    monkeypatch.setattr(table, "per_problem", lambda *a, **k: tables.append(1) or per_problem(*a, **k))
+    scores = tmp_path / "fixture.scores.json"
+    try:
+        code = main(["eval", *gin_args(micro_run.model_dir, DROPOUT), "--input", str(executed),
+                     "--output", str(scores)])
+    finally:
+        gin.clear_config()
+    assert code == 0, capsys.readouterr().err[-3000:]
+    assert len(opened) == 1, opened
+    assert len(tables) == 1  # the method table (and its reranks) computed once for metrics and scores
+    metrics = json.loads((tmp_path / "fixture.metrics.json").read_text())
+    document = json.loads(scores.read_text())
+    lever = sum(p["choice_correct"]["lever"] for p in document["problems"]) / len(document["problems"])
+    assert metrics["summing_agg_rerank_acc"] == pytest.approx(lever)  # the same choices in both files
 
 
 def test_launch_tpu_script_parses_and_dry_runs():

@@ -54,7 +54,7 @@ def test_one_task_macro_missing_says_which_file_defines_it(capsys, tmp_path) -> 
 
 
 MICRO = ["TRAIN_STEPS = 2", "CHECKPOINT_PERIOD = 2", "EVAL_PERIOD = 2", "BATCH_SIZE = 2", "CANDIDATES_PER_PROBLEM = 3",
-         "TASK_FEATURE_LENGTHS = {'inputs': 64, 'targets': 1}", "train.progress_bar = False"]
+         "TASK_FEATURE_LENGTHS = {'inputs': 64, 'targets': 1}", "TrainLoopConfig.progress_bar = False"]
 SMALLER = ["configs.T5Config.d_model = 16", "configs.T5Config.num_heads = 2", "configs.T5Config.d_kv = 8",
            "configs.T5Config.d_ff = 32", "configs.T5Config.num_encoder_layers = 1",
            "configs.T5Config.num_decoder_layers = 1"]

@@ -1,4 +1,4 @@
-"""`lever-jax train` with train.pipeline='seqio': the SeqIO tasks come from a task module the user
+"""`lever-jax train` with TrainDataConfig.pipeline='seqio': the SeqIO tasks come from a task module the user
 names (--task_module tasks.lever_tasks, as t5x imports its task modules); lever_jax itself never
 imports the top-level `tasks` package."""
 from __future__ import annotations

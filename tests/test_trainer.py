@@ -15,6 +15,7 @@ import pytest
 
 from lever_jax.training import partitioning
 from lever_jax.data.schema import Candidate, Execution, Problem
+from lever_jax.data.arrays import from_flat
 from lever_jax.inputs.feeds import EvalSet, with_gold
 from lever_jax.models.configs import T5Config
 from lever_jax.models.verifier import EncoderDecoderVerifier
@@ -133,13 +134,12 @@ def test_gold_program_added_as_positive_only_when_missing():
 
 def _eval_set() -> EvalSet:
     # Two problems: 3 candidates (results a, b, a) and 2 candidates (results x, y).
-    return EvalSet(name="t", dataset="mbpp", problem_ids=["p0", "p1"],
-                   offsets=np.array([0, 3, 5]), tokens=np.zeros((5, 4), np.int32),
-                   labels=np.array([1, 0, 1, 0, 1], np.int32),
-                   gen_logprob=np.array([-3.0, -0.1, -3.0, -0.5, -1.0], np.float32),
-                   num_tokens=np.array([3, 3, 3, 3, 3], np.int32),
-                   result_ids=np.array([0, 1, 0, 0, 1], np.int32),
-                   counts=np.ones(5, np.int32), has_gen_logprob=np.array([True, True]))
+    arrays = from_flat(["p0", "p1"], np.array([0, 3, 5]),
+                       gen_logprob=np.array([-3.0, -0.1, -3.0, -0.5, -1.0], np.float32),
+                       num_tokens=np.array([3, 3, 3, 3, 3], np.int32), counts=np.ones(5, np.int32),
+                       result_ids=np.array([0, 1, 0, 0, 1], np.int32),
+                       correct=np.array([1, 0, 1, 0, 1], bool))
+    return EvalSet(name="t", dataset="mbpp", tokens=np.zeros((5, 4), np.int32), arrays=arrays)
 
 
 def test_metrics_and_score_records():

@@ -1,4 +1,4 @@
-"""`lever-jax train`'s feeds (train.batching = 'packed' | 'bucketed' | 'padded'): through the
+"""`lever-jax train`'s feeds (TrainDataConfig.batching = 'packed' | 'bucketed' | 'padded'): through the
 trainer's real step, packed and bucketed batches give LEVER's loss and gradients exactly as the
 padded [P, K, L] block does (one step, with and without gradient accumulation, T5 and encoder),
 a short run gives the same losses, scoring does not depend on the feed, the packed batch shards
@@ -154,26 +154,26 @@ def test_packed_train_batch_hosts_agree_on_shapes_and_indices() -> None:
 
 
 def test_gin_switch_round_trips(tmp_path) -> None:
-    from lever_jax.training import runs
+    from lever_jax.training.configs import check_batching
     from lever_jax.training.gin_checks import parse_gin_config
 
     files = [str(ROOT / f"gin_configs/{f}") for f in ("runs/train.gin", "models/t5_tiny.gin", "tasks/gsm8k_pool.gin")]
     base = [f"MODEL_DIR = '{tmp_path}'"]
     try:
-        for bindings, want in ((base, "packed"), (base + ["train.batching = 'bucketed'"], "bucketed"),
-                               (base + ["train.batching = 'padded'"], "padded")):
+        for bindings, want in ((base, "packed"), (base + ["TrainDataConfig.batching = 'bucketed'"], "bucketed"),
+                               (base + ["TrainDataConfig.batching = 'padded'"], "padded")):
             gin.clear_config()
             parse_gin_config(files, bindings, allow_unused=("EVAL_FILE", "EVAL_MIXTURE_OR_TASK_NAME"))
-            assert gin.query_parameter("train.batching") == want
+            assert gin.query_parameter("TrainDataConfig.batching") == want
             text = gin.config_str()  # round trip: gin's own serialization parses back to the same value
             gin.clear_config()
             gin.parse_config(text)
-            assert gin.query_parameter("train.batching") == want
+            assert gin.query_parameter("TrainDataConfig.batching") == want
     finally:
         gin.clear_config()
-    assert "evaluate.batching = 'packed'" in (ROOT / "gin_configs/runs/eval.gin").read_text()
+    assert "EvalDataConfig.batching = 'packed'" in (ROOT / "gin_configs/runs/eval.gin").read_text()
     with pytest.raises(UserError, match="batching must be one of"):
-        runs._check_batching("ragged")  # what train() / evaluate() call before building the Trainer
+        check_batching("ragged", "TrainDataConfig")  # what train() / evaluate() call before building the Trainer
     with pytest.raises(ValueError, match="batching must be one of"):
         _setup("encoder", "ragged", 1)
 

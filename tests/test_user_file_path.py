@@ -19,7 +19,7 @@ MICRO = [  # t5_tiny.gin shrunk further so the whole path runs in about a minute
     "TASK_FEATURE_LENGTHS = {'inputs': 64, 'targets': 1}", "configs.T5Config.d_model = 16",
     "configs.T5Config.num_heads = 2", "configs.T5Config.d_kv = 8", "configs.T5Config.d_ff = 32",
     "configs.T5Config.num_encoder_layers = 1", "configs.T5Config.num_decoder_layers = 1",
-    "train.progress_bar = False", "train.log_every = 2",
+    "TrainLoopConfig.progress_bar = False", "TrainLoopConfig.log_every = 2",
 ]
 
 

@@ -1,7 +1,8 @@
 """The ``lever-jax`` console script: one module per subcommand, dispatched by ``main``.
 
 Each subcommand module defines ``register(subparsers)``, which adds its parser and sets ``func``
-to a ``main(args) -> int`` function. Modules are imported only when their command runs, so that
+to a ``main(args) -> int`` function; `train` and `eval` are registered by their one launcher,
+``lever_jax.training.launch`` (``register_train`` / ``register_eval``). Modules are imported only when their command runs, so that
 ``lever-jax rerank`` never pays for TensorFlow or the sandbox.
 
 Errors (``lever_jax.cli.main``): commands raise ``lever_jax.data.errors.UserError`` for a user

@@ -24,7 +24,8 @@ EXIT_RUNTIME_ERROR = 1
 EXIT_USER_ERROR = 2
 DEBUG_ENV = "LEVER_JAX_DEBUG"
 
-# (subcommand, module, one-line help). Modules are imported only when their command runs.
+# (subcommand, module, one-line help). Modules are imported only when their command runs; a module
+# registers its subcommand with ``register(subparsers)``, or with the function named after a colon.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("rerank", "lever_jax.cli.rerank", "rerank an executed file and print the baseline table"),
     ("demo", "lever_jax.cli.demo", "baseline tables of the bundled GSM8k pools (no verifier; seconds)"),
@@ -35,8 +36,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("sample", "lever_jax.cli.sample", "sample a candidate pool from a code LLM (llama.cpp or a server)"),
     ("inputs", "lever_jax.cli.inputs", "write every candidate's verifier input string and label (JSONL)"),
     ("import", "lever_jax.cli.import_samples", "convert LEVER / OpenAI / vLLM outputs to samples files"),
-    ("train", "lever_jax.cli.train", "train a verifier from gin files (T5X-style)"),
-    ("eval", "lever_jax.cli.eval", "score candidates with a trained verifier and write JSON scores"),
+    ("train", "lever_jax.training.launch:register_train", "train a verifier from gin files (T5X-style)"),
+    ("eval", "lever_jax.training.launch:register_eval", "score candidates with a trained verifier and write JSON scores"),
     ("run", "lever_jax.cli.run", "end to end: execute, cross-fit the verifier, rerank, report"),
 )
 
@@ -53,7 +54,7 @@ class ArgumentParser(argparse.ArgumentParser):
 def _available_commands() -> list[tuple[str, str, str]]:
     found = []
     for name, module, help_text in COMMANDS:
-        if importlib.util.find_spec(module) is not None:
+        if importlib.util.find_spec(module.split(":")[0]) is not None:
             found.append((name, module, help_text))
     return found
 
@@ -66,7 +67,8 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in _available_commands():
         if name == selected:
-            importlib.import_module(module).register(sub)
+            path, _, function = module.partition(":")
+            getattr(importlib.import_module(path), function or "register")(sub)
         else:
             sub.add_parser(name, help=help_text, add_help=False)
     return parser

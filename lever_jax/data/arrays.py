@@ -2,8 +2,8 @@
 
 Every consumer (the method table, the scores file, ``lever-jax rerank`` / ``run`` / ``eval`` and
 the SeqIO metric) reads candidates through this container, built either from executed problems
-(:func:`problems_to_arrays`) or from flat per-candidate vectors (:func:`from_flat`, used for an
-``EvalSet`` and for SeqIO targets).
+(:func:`problems_to_arrays`) or from flat per-candidate vectors (:func:`from_flat`, used for
+``lever-jax eval``'s ``EvalSet`` and for SeqIO targets).
 
 Group ids are *dense*: ``0..G-1`` numbered by first appearance of each execution result within a
 row, the layout ``lever_jax.rerank.scoring.rerank(..., ids_are_dense=True)`` expects. Programs

@@ -33,7 +33,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import gin
 
@@ -145,12 +145,32 @@ def file_spec(path: str | os.PathLike, role: str | None = None, dataset: str | N
     ``role`` None: every problem; 'train' / 'dev': the file split by a seeded dev slice.
     ``dataset`` None: the file's own ``dataset`` field (of its first problem).
     """
+    path = _existing_file(path)
+    ids, file_dataset = _file_ids(*_stat_key(path))
+    return _file_task(path, ids, file_dataset, role, dataset, dev_fraction, seed)
+
+
+def read_file_task(path: str | os.PathLike) -> tuple[TaskSpec, list[Problem]]:
+    """(:func:`file_spec` of ``path``, its executed problems) from one read of the file (what
+    `lever-jax eval --input` needs: on gs:// a second read is a second download)."""
+    path = _existing_file(path)
+    problems = list(read_problems(path, require_execution=True))
+    dataset = next((p.dataset for p in problems if p.dataset), None)
+    return _file_task(path, tuple(p.problem_id for p in problems), dataset, None, None,
+                      DEFAULT_DEV_FRACTION, DEFAULT_FOLD_SEED), problems
+
+
+def _existing_file(path: str | os.PathLike) -> Path | str:
     path = paths.location(path)
     if paths.isdir(path):
         raise DataFileError(path, None, "path", "is a directory, expected an executed JSONL(.gz) file")
     if not paths.exists(path):
         raise DataFileError(path, None, "path", "no such file")
-    ids, file_dataset = _file_ids(*_stat_key(path))
+    return path
+
+
+def _file_task(path: Path | str, ids: Sequence[str], file_dataset: str | None, role: str | None,
+               dataset: str | None, dev_fraction: float, seed: int) -> TaskSpec:
     if not ids:
         raise DataFileError(path, None, "problems", "the file has no problems")
     dataset = _serializer_dataset(dataset or file_dataset or "")

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from lever_jax.data.arrays import program_digest
+from lever_jax.data.arrays import CandidateArrays, from_flat, program_digest
 from lever_jax.data.schema import Candidate, Problem
 from lever_jax.inputs.serialize import lower_code
 from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_examples, frame_ids, pad_to, task_problems
@@ -239,68 +239,50 @@ class TrainBatcher(ProblemBatcher):
                 "offset": int(offset), "num_problems": int(self.num_problems)}
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class EvalSet:
-    """Every candidate of every problem of an eval task, flattened for scoring.
-
-    tokens [N_total, L]; problem rows are `offsets[i]:offsets[i+1]`. Per candidate: labels,
-    gen_logprob (LEVER's frequency fallback when the pool has none), num_tokens, result_ids
-    (dense per problem), count. Per problem: problem_ids, has_gen_logprob.
-    """
+    """Every candidate of every problem of an eval task: the token rows to score and the pool's
+    one [P, N] container (``data.arrays.CandidateArrays``) that the metrics and the scores file
+    read. ``tokens`` [N_total, L] holds the real candidates in row-major order of ``arrays.mask``
+    (problem by problem), so flat scores map onto rows with :meth:`to_rows`."""
 
     name: str
     dataset: str
-    problem_ids: list[str]
-    offsets: np.ndarray
     tokens: np.ndarray
-    labels: np.ndarray
-    gen_logprob: np.ndarray
-    num_tokens: np.ndarray
-    result_ids: np.ndarray
-    counts: np.ndarray
-    has_gen_logprob: np.ndarray
-    errored: Optional[np.ndarray] = None  # bool per candidate: execution status is not 'ok'
-    is_greedy: Optional[np.ndarray] = None  # bool per candidate: the pool's greedy sample
-    greedy_correct: Optional[np.ndarray] = None  # f64 per problem: its problem-level greedy program's verdict, NaN if none
-    program_digests: Optional[list[str]] = None  # per candidate: data.arrays.program_digest of its program
+    arrays: CandidateArrays
 
     @property
     def num_problems(self) -> int:
-        return len(self.problem_ids)
+        return self.arrays.num_problems
 
     @property
-    def max_candidates(self) -> int:
-        return int(np.max(np.diff(self.offsets))) if self.num_problems else 0
+    def problem_ids(self) -> tuple[str, ...]:
+        return self.arrays.problem_ids
 
-    def to_rows(self, values: np.ndarray, fill: Any = 0) -> np.ndarray:
-        """Per-candidate values [N_total] -> padded per-problem rows [num_problems, max_candidates]."""
-        out = np.full((self.num_problems, self.max_candidates), fill, dtype=np.asarray(values).dtype)
-        for i in range(self.num_problems):
-            a, b = self.offsets[i], self.offsets[i + 1]
-            out[i, : b - a] = values[a:b]
+    def to_rows(self, values: np.ndarray, fill: float = -np.inf) -> np.ndarray:
+        """Per-candidate values [N_total] -> f32 per-problem rows [P, N] (``fill`` on padding)."""
+        out = np.full(self.arrays.shape, fill, np.float32)
+        out[self.arrays.mask] = np.asarray(values, np.float32)  # row-major order == flat candidate order
         return out
-
-    def mask(self) -> np.ndarray:
-        sizes = np.diff(self.offsets)
-        return np.arange(self.max_candidates)[None, :] < sizes[:, None]
 
 
 def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
-                  options: Optional[SerializeOptions] = None,
-                  max_problems: Optional[int] = None) -> EvalSet:
-    """All candidates of `spec` tokenised with the numpy pipeline's framing."""
+                  options: Optional[SerializeOptions] = None, max_problems: Optional[int] = None,
+                  problems: Optional[Iterable[Problem]] = None) -> EvalSet:
+    """All candidates of `spec` tokenised with the numpy pipeline's framing. ``problems``: the
+    task's problems already read (`lever-jax eval` reads its file once); default: read `spec`."""
     ids, offsets, rows = [], [0], []
     fields: dict[str, list] = {k: [] for k in ("labels", "gen_logprob", "num_tokens", "result_ids", "counts",
                                                 "errored", "is_greedy", "digests")}
-    has_lp, greedy_correct = [], []
-    for index, problem in enumerate(iter_spec_problems(spec)):
+    greedy_correct = []
+    for index, problem in enumerate(iter_spec_problems(spec) if problems is None else problems):
         if max_problems is not None and len(ids) >= max_problems:
             break
         examples = problem_examples(problem, index, options, dataset=spec.dataset)
         if not examples:
             continue
         ids.append(problem.problem_id)
-        has_lp.append(bool(examples[0]["has_gen_logprob"]))
+        has_lp = bool(examples[0]["has_gen_logprob"])  # else the count fallback: NaN, methods apply it
         greedy = problem.greedy  # the greedy decode when it is not a candidate: scored by its own verdict
         greedy_correct.append(np.nan if greedy is None or greedy.execution is None else float(greedy.execution.correct))
         for ex, cand in zip(examples, problem.candidates):
@@ -311,21 +293,19 @@ def load_eval_set(spec: TaskSpec, tok: TextTokenizer, inputs_length: int,
                                tok.bos_id, tok.eos_id)
             rows.append(pad_to(framed, inputs_length, tok.pad_id))
             fields["labels"].append(ex["correct"])
-            fields["gen_logprob"].append(ex["gen_logprob"])
+            fields["gen_logprob"].append(np.float32(ex["gen_logprob"]) if has_lp else np.nan)
             fields["num_tokens"].append(ex["num_tokens"])
             fields["result_ids"].append(ex["result_id"])
             fields["counts"].append(ex["count"])
         offsets.append(len(rows))
     if not ids:
         raise ValueError(f"eval task {spec.name!r} ({spec.path}) has no problems with candidates")
-    return EvalSet(name=spec.name, dataset=spec.dataset, problem_ids=ids,
-                   offsets=np.asarray(offsets, np.int64), tokens=np.stack(rows).astype(np.int32),
-                   labels=np.asarray(fields["labels"], np.int32),
-                   gen_logprob=np.asarray(fields["gen_logprob"], np.float32),
-                   num_tokens=np.asarray(fields["num_tokens"], np.int32),
-                   result_ids=np.asarray(fields["result_ids"], np.int32),
-                   counts=np.asarray(fields["counts"], np.int32),
-                   has_gen_logprob=np.asarray(has_lp, bool),
-                   errored=np.asarray(fields["errored"], bool), is_greedy=np.asarray(fields["is_greedy"], bool),
-                   greedy_correct=np.asarray(greedy_correct, np.float64), program_digests=fields["digests"])
-
+    arrays = from_flat(ids, np.asarray(offsets, np.int64),
+                       gen_logprob=np.asarray(fields["gen_logprob"], np.float32),
+                       num_tokens=np.asarray(fields["num_tokens"], np.int32),
+                       counts=np.asarray(fields["counts"], np.int32),
+                       result_ids=np.asarray(fields["result_ids"], np.int32),
+                       correct=np.asarray(fields["labels"], np.int32).astype(bool),
+                       errored=np.asarray(fields["errored"], bool), is_greedy=np.asarray(fields["is_greedy"], bool),
+                       greedy_correct=np.asarray(greedy_correct, np.float64), program_digests=fields["digests"])
+    return EvalSet(name=spec.name, dataset=spec.dataset, tokens=np.stack(rows).astype(np.int32), arrays=arrays)

@@ -32,7 +32,7 @@ def _dropout_impl(name: str) -> None:
 class T5Config:
     """T5 encoder-decoder hyper-parameters (names follow HF `T5Config` where they exist)."""
 
-    vocab_size: Optional[int] = 32128  # None: from the vocabulary (lever_jax.training.runs.fit_vocabulary)
+    vocab_size: Optional[int] = 32128  # None: from the vocabulary (VerifierModel.for_vocabulary)
     d_model: int = 512
     num_heads: int = 6
     d_kv: int = 64
@@ -97,7 +97,7 @@ class EncoderConfig:
     pad_token_id + 1 and padding gets pad_token_id), `type_vocab_size=1`.
     """
 
-    vocab_size: Optional[int] = 30522  # None: from the vocabulary (fit_vocabulary)
+    vocab_size: Optional[int] = 30522  # None: from the vocabulary (VerifierModel.for_vocabulary)
     hidden_size: int = 384
     num_layers: int = 6
     num_heads: int = 12

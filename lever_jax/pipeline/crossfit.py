@@ -198,15 +198,18 @@ class GinVerifier:
 
     def fit_and_score(self, fold: int, rows: FoldRows, fold_dir: Path) -> FoldResult:
         from lever_jax.training import runs
+        from lever_jax.training.configs import EvalDataConfig, TrainDataConfig, TrainLoopConfig
 
         log(f"fold {fold}: training the verifier ({len(rows['train'])} train / {len(rows['dev'])} dev problems)")
         split_file = write_fold_data(self.problems, rows, fold_dir / "data")
         model_dir = fold_dir / "model"
-        train_record = runs.train(model_dir=str(model_dir), train_task=None, train_file=split_file["train"],
-                                  dev_task=None, dev_file=split_file["dev"], progress_bar=self.progress)
+        data = dataclasses.replace(TrainDataConfig(), task=None, file=split_file["train"], dev_task=None,
+                                   dev_file=split_file["dev"])  # the other settings: the gin files'
+        loop = dataclasses.replace(TrainLoopConfig(), progress_bar=self.progress)
+        train_record = runs.train(model_dir=str(model_dir), data=data, loop=loop)
         scores_json = fold_dir / "eval" / "heldout.scores.json"
-        metrics = runs.evaluate(model_dir=str(model_dir), eval_task=None, eval_file=split_file["heldout"],
-                                output=str(scores_json))
+        held_data = dataclasses.replace(EvalDataConfig(), task=None, file=split_file["heldout"])
+        metrics = runs.evaluate(model_dir=str(model_dir), data=held_data, output=str(scores_json))
         held = [self.problems[i] for i in rows["heldout"]]
         scores = heldout_scores(scores_json, held, self.width, split_file["heldout"])
         return FoldResult(scores, {"best_step": metrics.get("checkpoint_step"), "last_train_record": train_record,

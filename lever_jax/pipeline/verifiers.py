@@ -6,7 +6,7 @@
   (lever_jax.pipeline.gsm8k_features), and a small head (lever_jax.pipeline.head) is trained per fold;
 - 'finetune': the top MiniLM layers over cached lower layers (lever_jax.pipeline.finetune), optionally
   boosted over the features head (lever_jax.pipeline.features_offset);
-- 'trained': the gin-configured model (MODEL, ``train.*``) trained per fold by lever_jax.training.runs.
+- 'trained': the gin-configured model (MODEL, ``train.*`` and the groups of lever_jax.training.configs) trained per fold by lever_jax.training.runs.
 
 Each fold directory lives under a directory named by the settings that change training, so a
 changed config never resumes a stale fold.
@@ -151,7 +151,7 @@ def _trained_plan(cfg: RunConfig, view: TrainingView, out: Path) -> Plan:
             gin.bind_parameter("serialize_options.include_program", cfg.ablation != "no_program")
     if view.gold_rows:  # the run's gold rows are LEVER's gold positives: train must not add them again
         with gin.unlock_config():
-            gin.bind_parameter("train.add_gold", False)
+            gin.bind_parameter("TrainDataConfig.add_gold", False)
     # the bindings that shape training (model, train.*, serialize_options.*), not the run's own settings
     training_gin = [line for line in gin.config_str().splitlines()
                     if not any(name in line for name in ("RunConfig.", "FeatureConfig.", "HeadConfig."))]

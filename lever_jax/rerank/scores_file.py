@@ -31,7 +31,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from lever_jax.data import paths
-from lever_jax.data.arrays import CandidateArrays, from_flat
+from lever_jax.data.arrays import CandidateArrays
 from lever_jax.data.jsonl import DataFileError
 from lever_jax.rerank import scoring, statistics, table as table_lib
 
@@ -51,30 +51,6 @@ def _normalize_flag(gen_normalize: Optional[str], dataset: str) -> str:
     return gen_normalize
 
 
-def arrays_from_eval_set(eval_set: Any) -> CandidateArrays:
-    """CandidateArrays of an ``inputs.feeds.EvalSet`` (read through its attributes). Its
-    ``gen_logprob`` holds the count fallback for problems without log-probs
-    (``has_gen_logprob`` False); those become NaN here so that the one fallback
-    (``methods.lever_gen_logprob``) applies. ``errored`` / ``is_greedy`` / ``greedy_correct`` are read when the
-    EvalSet carries them."""
-    sizes = np.diff(eval_set.offsets)
-    has = np.repeat(np.asarray(eval_set.has_gen_logprob, bool), sizes)
-    return from_flat(
-        eval_set.problem_ids, eval_set.offsets,
-        gen_logprob=np.where(has, np.asarray(eval_set.gen_logprob, np.float32), np.nan),
-        num_tokens=eval_set.num_tokens, counts=eval_set.counts, result_ids=eval_set.result_ids,
-        correct=np.asarray(eval_set.labels).astype(bool),
-        errored=getattr(eval_set, "errored", None), is_greedy=getattr(eval_set, "is_greedy", None),
-        greedy_correct=getattr(eval_set, "greedy_correct", None),
-        program_digests=getattr(eval_set, "program_digests", None))
-
-
-def _to_rows(eval_set: Any, arrays: CandidateArrays, values: np.ndarray) -> np.ndarray:
-    out = np.full(arrays.shape, -np.inf, np.float32)
-    out[arrays.mask] = np.asarray(values, np.float32)  # row-major order == flat candidate order
-    return out
-
-
 def calibration_error(p_yes: np.ndarray, labels: np.ndarray, num_bins: int = 10) -> float:
     """Expected calibration error of P(yes) against the labels (`statistics.reliability`)."""
     p_yes = np.asarray(p_yes, np.float64).reshape(1, -1)
@@ -88,10 +64,10 @@ def calibration_error(p_yes: np.ndarray, labels: np.ndarray, num_bins: int = 10)
 
 def compute_metrics(eval_set: Any, verifier_logprob: np.ndarray,
                     gen_normalize: Optional[str] = None) -> dict[str, float]:
-    """`table.lever_metrics` of an EvalSet scored with per-candidate log P(yes) (flat [N_total])."""
+    """`table.lever_metrics` of an ``inputs.feeds.EvalSet`` scored with per-candidate log P(yes)
+    (flat [N_total]): the dev metrics of training."""
     norm = _normalize_flag(gen_normalize, eval_set.dataset)
-    arrays = arrays_from_eval_set(eval_set)
-    return table_lib.lever_metrics(arrays, _to_rows(eval_set, arrays, verifier_logprob),
+    return table_lib.lever_metrics(eval_set.arrays, eval_set.to_rows(verifier_logprob),
                                    normalize_gen=norm == "mean")
 
 
@@ -150,13 +126,23 @@ def scores_document(
     return doc
 
 
+def eval_outputs(eval_set: Any, verifier_logprob: np.ndarray, gen_normalize: Optional[str] = None,
+                 **metadata: Any) -> tuple[dict[str, float], dict[str, Any]]:
+    """What `lever-jax eval` writes, from one method table: (the metrics of
+    :func:`compute_metrics`, the v2 scores document of the EvalSet; ``metadata``: task, step, ...)."""
+    norm = _normalize_flag(gen_normalize, eval_set.dataset)
+    arrays, ver = eval_set.arrays, eval_set.to_rows(verifier_logprob)
+    found = table_lib.per_problem(arrays, ver, normalize_gen=norm == "mean")
+    metrics = table_lib.lever_metrics(arrays, ver, found)
+    document = scores_document(arrays, ver, normalize_gen=norm == "mean", metadata=metadata,
+                               choices={k: c for k, (_, c) in found.items()})
+    return metrics, document
+
+
 def eval_scores_document(eval_set: Any, verifier_logprob: np.ndarray, gen_normalize: Optional[str] = None,
                          **metadata: Any) -> dict[str, Any]:
-    """What `lever-jax eval` writes: the v2 document of an EvalSet (``metadata``: task, step, ...)."""
-    norm = _normalize_flag(gen_normalize, eval_set.dataset)
-    arrays = arrays_from_eval_set(eval_set)
-    return scores_document(arrays, _to_rows(eval_set, arrays, verifier_logprob),
-                           normalize_gen=norm == "mean", metadata=metadata)
+    """The scores document of :func:`eval_outputs` alone."""
+    return eval_outputs(eval_set, verifier_logprob, gen_normalize, **metadata)[1]
 
 
 def score_records(eval_set: Any, verifier_logprob: np.ndarray,

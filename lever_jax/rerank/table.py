@@ -169,12 +169,17 @@ def method_table(
     return table
 
 
-def lever_metrics(arrays: CandidateArrays, verifier_logprob: np.ndarray, **options: object) -> dict[str, float]:
+def lever_metrics(arrays: CandidateArrays, verifier_logprob: np.ndarray,
+                  found: Optional[Mapping[str, tuple[np.ndarray, Optional[np.ndarray]]]] = None,
+                  **options: object) -> dict[str, float]:
     """The flat metric dict of `eval`, training and SeqIO: ``<method>_acc`` for every method,
     LEVER's names (``binary_acc``, ``rerank_acc``, ``summing_agg_rerank_acc``,
     ``voting_agg_rerank_acc``) as aliases of the same numbers, the expected calibration error of
-    P(yes), ``num_problems`` and ``num_candidates``."""
-    acc = accuracies(arrays, verifier_logprob, **options)
+    P(yes), ``num_problems`` and ``num_candidates``. ``found``: :func:`per_problem` of the same
+    arguments when the caller has it already (not computed twice)."""
+    if found is None:
+        found = per_problem(arrays, verifier_logprob, **options)
+    acc = {name: _mean(values) for name, (values, _) in found.items()}
     ver = np.asarray(verifier_logprob, np.float32)
     out = {"binary_acc": statistics.binary_accuracy(ver, arrays.correct, arrays.mask)}
     out.update({alias: acc[key] for alias, key in LEVER_METRIC_ALIASES.items()})

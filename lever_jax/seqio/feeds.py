@@ -1,4 +1,4 @@
-"""The SeqIO feed of `lever-jax train` (``train.pipeline='seqio'``): a registered SeqIO task read once
+"""The SeqIO feed of `lever-jax train` (``TrainDataConfig.pipeline='seqio'``): a registered SeqIO task read once
 into the trainer's :class:`~lever_jax.inputs.batching.ProblemExamples` (imports seqio + TensorFlow).
 
 The tasks are registered by a task module that the user imports, as in t5x: ``tasks.lever_tasks``

@@ -272,6 +272,37 @@ def _parameter_hint(message: str) -> str:
     return _suggest(match[2], params, "")
 
 
+def _moved(message: str, binding: str = "") -> str | None:
+    """"OLD moved: bind NEW instead" when ``message`` is gin's error for a binding that
+    lever_jax.training.configs.MOVED lists (a setting that moved into a config group);
+    ``binding``: the text of the offending binding, when known (names the setting)."""
+    from lever_jax.training.configs import MOVED
+
+    param = re.match(r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'", message)
+    unknown = re.match(r"No configurable matching '([^']+)'", message)
+    if param:
+        old = f"{param[1].rsplit('.', 1)[-1]}.{param[2]}"
+    elif unknown:
+        written = re.match(r"\s*([\w.]+)\.(\w+)\s*=", binding)
+        name = unknown[1].rsplit(".", 1)[-1]
+        old = f"{name}.{written[2]}" if written and written[1].rsplit(".", 1)[-1] == name else name
+    else:
+        return None
+    return f"{old} moved: bind {MOVED[old]} instead" if old in MOVED else None
+
+
+def _binding_text(files: Sequence[str], bindings: Sequence[str], located: Any, in_bindings: Any) -> str:
+    """The text of the binding gin's error points at (a --gin_bindings line or FILE:LINE)."""
+    try:
+        if in_bindings:
+            return "\n".join(bindings).splitlines()[int(in_bindings["line"]) - 1]
+        if located:
+            return Path(located["file"]).read_text().splitlines()[int(located["line"]) - 1]
+    except (OSError, IndexError, UnicodeDecodeError):
+        pass
+    return ""
+
+
 def _hint(message: str) -> str:
     unknown = re.match(r"No configurable matching (?:reference )?'@?([^'(]+)", message)
     if unknown:
@@ -342,7 +373,8 @@ def gin_user_error(exc: BaseException, files: Sequence[str] = (),
     required = re.match(r"(\S+) set to `%gin.REQUIRED` but not subsequently overridden", text)
     if required:
         return _required_error(required[1], files, bindings)
-    return _error(text + _hint(message), where=where)
+    moved = _moved(text, _binding_text(files, bindings, located, in_bindings))
+    return _error(moved if moved else text + _hint(message), where=where)
 
 
 def _required_error(binding: str, files: Sequence[str], bindings: Sequence[str]) -> UserError:

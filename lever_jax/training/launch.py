@@ -1,5 +1,7 @@
-"""Launching `lever-jax train` / `lever-jax eval`: t5x-style flags, gin file resolution and parsing,
-logging set-up, and the two entry points (the run bodies are lever_jax.training.runs)."""
+"""The one launcher of `lever-jax train` / `lever-jax eval` (and `python -m lever_jax.training.train`
+/ `.evaluate`): each command's explicit flag set (t5x-style --gin_file / --gin_bindings /
+--gin_search_paths, --distributed, its data flags), gin file resolution and parsing, logging
+set-up, and the two entry points (the run bodies are lever_jax.training.runs)."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +10,7 @@ import logging
 import math
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
 import gin
 import jax
@@ -21,10 +23,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # holds gin_configs/ in a non-editable install
 
 
-def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The t5x-style flags of `lever-jax train/eval` and `python -m lever_jax.training.{train,evaluate}`,
-    plus data flags: train --train_file/--dev_file, eval --input/--output (shorthands for the
-    TRAIN_FILE / DEV_FILE / EVAL_FILE macros and `evaluate.output`)."""
+def add_common_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The t5x-style flags `lever-jax train` and `lever-jax eval` share."""
     parser.add_argument("--gin_file", action="append", default=[],
                         help="gin config file (repeatable; run, model and task files in any order)")
     parser.add_argument("--gin_bindings", action="append", default=[],
@@ -39,16 +39,50 @@ def add_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--num_processes", type=int, default=None, help="with --distributed: process count")
     parser.add_argument("--process_id", type=int, default=None, help="with --distributed: this process's index")
     parser.add_argument("--log_level", default="INFO")
-    if "eval" in parser.prog:
-        parser.add_argument("--input", default=None, help="executed JSONL(.gz) file to score (sets EVAL_FILE)")
-        parser.add_argument("--output", default=None, help="scores JSON to write (metrics go beside it)")
-    else:
-        parser.add_argument("--train_file", default=None, help="executed file to train on (sets TRAIN_FILE)")
-        parser.add_argument("--dev_file", default=None, help="executed file for checkpoint selection (DEV_FILE)")
-        parser.add_argument("--task_module", action="append", default=[],
-                            help="module that registers SeqIO tasks, imported after the gin files (repeatable; "
-                            "train.pipeline='seqio' needs one: tasks.lever_tasks)")
     return parser
+
+
+def add_train_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`lever-jax train`'s flags: the common ones, --train_file / --dev_file (shorthands for the
+    TRAIN_FILE / DEV_FILE macros) and --task_module."""
+    add_common_flags(parser)
+    parser.add_argument("--train_file", default=None, help="executed file to train on (sets TRAIN_FILE)")
+    parser.add_argument("--dev_file", default=None, help="executed file for checkpoint selection (DEV_FILE)")
+    parser.add_argument("--task_module", action="append", default=[],
+                        help="module that registers SeqIO tasks, imported after the gin files (repeatable; "
+                        "TrainDataConfig.pipeline='seqio' needs one: tasks.lever_tasks)")
+    parser.set_defaults(func=run_train)
+    return parser
+
+
+def add_eval_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`lever-jax eval`'s flags: the common ones, --input (sets EVAL_FILE) and --output
+    (`evaluate.output`)."""
+    add_common_flags(parser)
+    parser.add_argument("--input", default=None, help="executed JSONL(.gz) file to score (sets EVAL_FILE)")
+    parser.add_argument("--output", default=None, help="scores JSON to write (metrics go beside it)")
+    parser.set_defaults(func=run_evaluate)
+    return parser
+
+
+def register_train(subparsers: argparse._SubParsersAction) -> None:
+    """The `lever-jax train` subcommand."""
+    add_train_flags(subparsers.add_parser(
+        "train", help="train a LEVER verifier from gin files (resumes from MODEL_DIR)"))
+
+
+def register_eval(subparsers: argparse._SubParsersAction) -> None:
+    """The `lever-jax eval` subcommand."""
+    add_eval_flags(subparsers.add_parser(
+        "eval", help="evaluate a trained verifier from gin files (JSON scores)"))
+
+
+def main(command: str, argv: Optional[Sequence[str]] = None, doc: str = "") -> int:
+    """`python -m lever_jax.training.{train,evaluate}`: the same flags and run as `lever-jax <command>`."""
+    parser = argparse.ArgumentParser(prog=f"python -m lever_jax.training.{'train' if command == 'train' else 'evaluate'}",
+                                     description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    args = (add_train_flags if command == "train" else add_eval_flags)(parser).parse_args(argv)
+    return args.func(args)
 
 
 def data_bindings(args: argparse.Namespace) -> list[str]:

@@ -16,6 +16,7 @@ import gin
 
 from lever_jax.data import paths
 from lever_jax.data.errors import UserError
+from lever_jax.models.base import VerifierModel
 
 _MODEL_LINE = re.compile(r"^MODEL\s*=\s*@(?:[\w.]+\.)?(?P<cls>\w+)\(\)\s*$")
 _FIELD_LINE = re.compile(r"^(?:\S+/)?(?:[\w.]+\.)?(?P<cls>\w+Config)\.(?P<field>\w+)\s*=\s*(?P<value>.+?)\s*$")
@@ -55,7 +56,7 @@ def _current_vocabulary() -> Any:
         return ...
 
 
-def differences(config_gin: str, model: Any) -> list[str]:
+def differences(config_gin: str, model: VerifierModel) -> list[str]:
     """What differs between the training's config.gin and ``model`` ("FIELD X there, Y here")."""
     trained_model, fields, trained_vocab = trained_settings(config_gin)
     if trained_model is not None and trained_model != type(model).__name__:
@@ -64,7 +65,7 @@ def differences(config_gin: str, model: Any) -> list[str]:
     vocab = _current_vocabulary()
     if ... not in (trained_vocab, vocab) and trained_vocab != vocab:
         out.append(f"VOCABULARY_NAME {trained_vocab!r} there, {vocab!r} here")
-    config = getattr(model, "config", None)
+    config = model.config
     trained = fields.get(type(config).__name__, {}) if dataclasses.is_dataclass(config) else {}
     for field in dataclasses.fields(config) if trained else ():
         then, now = trained.get(field.name, ...), getattr(config, field.name)
@@ -73,7 +74,7 @@ def differences(config_gin: str, model: Any) -> list[str]:
     return out
 
 
-def checkpoint_mismatch(model_dir: str, model: Any, step: int, err: BaseException) -> UserError:
+def checkpoint_mismatch(model_dir: str, model: VerifierModel, step: int, err: BaseException) -> UserError:
     """The one-line error for a checkpoint under ``model_dir`` that did not restore into ``model``."""
     config = paths.join(model_dir, "config.gin")
     found = differences(paths.read_text(config), model) if paths.exists(config) else []

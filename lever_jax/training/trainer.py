@@ -1,4 +1,5 @@
-"""The verifier training loop: train state, jitted sharded train step, scoring and the host loop.
+"""The verifier trainer: train state, jitted sharded train step and scoring, for any model of the
+`lever_jax.models.base.VerifierModel` contract (the host loop: lever_jax.training.loop).
 
 - `TrainState` (step, params, opt_state, rng) is one pytree, sharded by the partitioner's logical
   rules (params from their logical axes, optimizer moments like their parameter, scalars
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Mapping, Optional, Protocol, Sequence
+from typing import Any, Mapping, Optional
 
 import flax
 import jax
@@ -37,6 +38,7 @@ from flax import linen as nn
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from lever_jax.inputs.packing import BATCHING_MODES, round_up, sequence_lengths
+from lever_jax.models.base import VerifierModel
 from lever_jax.training import partitioning
 
 log = logging.getLogger(__name__)
@@ -90,16 +92,6 @@ def make_optimizer(cfg: OptimizerConfig, train_steps: int) -> tuple[optax.Gradie
     parts.append(optax.adamw(schedule, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps,
                              weight_decay=cfg.weight_decay, mask=mask))
     return optax.chain(*parts), schedule
-
-
-class VerifierModel(Protocol):
-    """The model API of lever_jax.models.verifier."""
-
-    tokens_key: str
-
-    def get_initial_variables(self, rng: jax.Array, input_shapes: Mapping[str, Sequence[int]]) -> Any: ...
-    def loss_fn(self, params: Any, batch: Batch, dropout_rng: Optional[jax.Array]) -> tuple[jax.Array, dict]: ...
-    def score_batch(self, params: Any, batch: Batch) -> jax.Array: ...
 
 
 # Keys of a train batch the model reads (everything else stays on the host).
@@ -315,7 +307,7 @@ class Trainer:
         data = self.mesh.shape["data"]
         if batch_size % data:
             raise ValueError(f"eval batch size {batch_size} not divisible by data axis {data}")
-        pad_id = int(getattr(getattr(self.model, "config", None), "pad_token_id", 0) or 0)
+        pad_id = self.model.pad_token_id
         if self.batching == "padded" or n == 0:
             order, lengths = np.arange(n), None
         else:
