@@ -1,4 +1,4 @@
-"""scripts/paper_tables.py (lever_jax.pipeline.paper_tables): which runs it makes, how rows, paired
+"""`lever-jax tables` (lever_jax.pipeline.paper_tables, lever_jax.cli.tables): which runs it makes, how rows, paired
 CIs and 'comparable' flags come out of the runs' files, resumability; and a --quick smoke run of
 the real `lever-jax run`s (transfer on the two GSM8k pools, RunConfig.train_problems)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lever_jax.data.errors import UserError
+from lever_jax.cli.main import main as lever_jax
 from lever_jax.pipeline import paper_tables as pt
 
 POOLS = {"gsm8k_code002": "gsm8k", "gsm8k_other_llms": "gsm8k", "humaneval_codegen16b": "humaneval"}
@@ -133,11 +133,12 @@ def test_every_train_split_pool_names_the_pool_it_trains() -> None:
                           for p, t in linked.items())
 
 
-def test_unknown_pool_or_section_is_one_clear_error() -> None:
-    with pytest.raises(UserError, match="unknown pool"):
-        pt.main(["--pools", "nope"])
-    with pytest.raises(UserError, match="--sections"):
-        pt.main(["--pools", "gsm8k_code002", "--sections", "tables"])
+def test_unknown_pool_or_section_is_one_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert lever_jax(["tables", "--pools", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lever-jax: error:") and "unknown pool(s) nope" in err[0]
+    assert lever_jax(["tables", "--pools", "gsm8k_code002", "--sections", "tables"]) == 2
+    assert "--sections: unknown tables" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("minilm_weights")
@@ -149,7 +150,7 @@ def test_quick_paper_tables_on_the_gsm8k_pools(tmp_path, monkeypatch, capsys) ->
             "--sections", "transfer", "--gin_bindings", "RunConfig.max_problems = 16",
             "--gin_bindings", "RunConfig.train_problems = 4",
             "--gin_bindings", "HeadConfig.steps = 6", "--gin_bindings", "HeadConfig.eval_every = 6"]
-    assert pt.main(argv) == 0
+    assert lever_jax(["tables", *argv]) == 0
     doc = json.loads((tmp_path / "paper_tables.json").read_text())
     g = doc["pools"]["gsm8k_code002"]
     assert {r["key"] for r in g["main"] if "n/a" not in r} >= {"majority_vote", "voting_error_free", "lever", "oracle"}
@@ -165,6 +166,6 @@ def test_quick_paper_tables_on_the_gsm8k_pools(tmp_path, monkeypatch, capsys) ->
     md = (tmp_path / "paper_tables.md").read_text()
     assert "Q = `--quick`" in md and "| gsm8k_code002 | gsm8k_other_llms |" in md
     capsys.readouterr()
-    assert pt.main(argv) == 0
+    assert lever_jax(["tables", *argv]) == 0
     assert "transfer:" not in capsys.readouterr().err  # nothing was rerun
     assert json.loads((tmp_path / "paper_tables.json").read_text())["pools"] == doc["pools"]

@@ -129,18 +129,10 @@ def _groups(pieces: list[tuple[int, int]], q_len: int, row_len: int, max_cands: 
     return groups
 
 
-def build_rows(pool: PoolStates, config: FinetuneConfig, problem_rows: Sequence[int],
-               cols: Sequence[Sequence[int]], k: int, num_rows: Optional[int] = None) -> Rows:
-    """Pack candidates `cols[i]` of problems `problem_rows[i]` (slot i * k + j)."""
-    cfg = config
-    groups = []  # (length, problem position i, [candidate positions j])
-    for i, (b, cs) in enumerate(zip(problem_rows, cols)):
-        q_len = pool.question.length(b)
-        pieces = [(pool.program.length(pool.program_index[b, n]) if cfg.use_program else 0,
-                   pool.result.length(pool.result_index[b, n]) if cfg.use_result else 0) for n in cs]
-        for g in _groups(pieces, q_len, cfg.row_len, cfg.max_candidates_per_row):
-            groups.append((q_len + sum(sum(pieces[j]) for j in g), i, g))
-    # first-fit-decreasing of the groups into rows (room, groups and candidates per row)
+def _first_fit(groups: Sequence[tuple[int, int, Sequence[int]]], cfg: FinetuneConfig) -> list[list[int]]:
+    """First-fit-decreasing of (length, problem, candidates) groups into rows of ``cfg.row_len``
+    tokens, at most ``max_groups_per_row`` groups and ``max_candidates_per_row`` candidates each;
+    returns each row's group indices."""
     rows: list[list[int]] = []
     room: list[int] = []
     n_cands: list[int] = []
@@ -156,6 +148,21 @@ def build_rows(pool: PoolStates, config: FinetuneConfig, problem_rows: Sequence[
         rows[r].append(gi)
         room[r] -= length
         n_cands[r] += len(g)
+    return rows
+
+
+def build_rows(pool: PoolStates, config: FinetuneConfig, problem_rows: Sequence[int],
+               cols: Sequence[Sequence[int]], k: int, num_rows: Optional[int] = None) -> Rows:
+    """Pack candidates `cols[i]` of problems `problem_rows[i]` (slot i * k + j)."""
+    cfg = config
+    groups = []  # (length, problem position i, [candidate positions j])
+    for i, (b, cs) in enumerate(zip(problem_rows, cols)):
+        q_len = pool.question.length(b)
+        pieces = [(pool.program.length(pool.program_index[b, n]) if cfg.use_program else 0,
+                   pool.result.length(pool.result_index[b, n]) if cfg.use_result else 0) for n in cs]
+        for g in _groups(pieces, q_len, cfg.row_len, cfg.max_candidates_per_row):
+            groups.append((q_len + sum(sum(pieces[j]) for j in g), i, g))
+    rows = _first_fit(groups, cfg)
     n_rows = max(len(rows), 1) if num_rows is None else num_rows
     if n_rows < len(rows):
         raise ValueError(f"packing needs {len(rows)} rows, more than num_rows={n_rows}")

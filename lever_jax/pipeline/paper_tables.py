@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
@@ -380,80 +379,6 @@ def _absent_reason(key: str, pool: str, metrics: dict[str, Any]) -> str:
     if key == "voting_error_free":
         return "the pool records no execution status"
     return f"not in {pool}'s method table"
-
-
-def run_in_process(run_dir: Path, files: Sequence[str], bindings: Sequence[str]) -> dict[str, Any]:
-    """One `lever-jax run` in this process (gin files resolved as the cli does)."""
-    import shlex
-
-    import gin
-
-    from lever_jax.pipeline import run as run_lib
-    from lever_jax.training.launch import gin_search_paths, parse_gin_files
-
-    resolved = []
-    for name in files:
-        found = next((Path(r) / name for r in gin_search_paths() if (Path(r) / name).is_file()), None)
-        if found is None and not Path(name).is_file():
-            raise UserError(f"gin file not found: {name}")
-        resolved.append(str(found or name))
-    gin.clear_config()
-    parse_gin_files(resolved, list(bindings))
-    command = "lever-jax run " + " ".join(shlex.quote(a) for a in [
-        *(x for f in files for x in ("--gin_file", f)), *(x for b in bindings for x in ("--gin_bindings", b)),
-        "--out", str(run_dir)])
-    return run_lib.run(run_dir, command=command, gin_text=gin.config_str())
-
-
-
-def main(argv: Optional[Sequence[str]] = None, prog: str = "scripts/paper_tables.py") -> int:
-    """The command line of scripts/paper_tables.py (and scripts/ablations.py)."""
-    import argparse
-    import shlex
-    import sys
-
-    from lever_jax.pipeline.pools import POOLS
-
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=None, help="default results/paper_tables (results/paper_tables_quick)")
-    parser.add_argument("--gin_file", action="append", default=None,
-                        help="verifier config for every pool (default: the pool's runs/*.gin: demo.gin, humaneval.gin, "
-                             "wikitq_binder.gin)")
-    parser.add_argument("--gin_bindings", action="append", default=[])
-    tables_pools = [p for p in POOLS if "train_split_of" not in POOLS[p]]  # training splits: no table of their own
-    parser.add_argument("--pools", default=",".join(tables_pools),
-                        help="comma-separated (default: every bundled pool but the training splits)")
-    parser.add_argument("--sections", default=",".join(SECTIONS),
-                        help=f"beside the main table: any of {', '.join(SECTIONS)}")
-    parser.add_argument("--quick", action="store_true", help="tiny smoke settings (24 problems, 2 folds)")
-    parser.add_argument("--bootstrap", type=int, default=10_000)
-    parser.add_argument("--finished_only", action="store_true",
-                        help="run nothing: tabulate the runs already under OUT (the others say 'not run')")
-    args = parser.parse_args(argv)
-    pools = [p for p in args.pools.split(",") if p]
-    check_pools(pools, list(POOLS))
-    sections = {s for s in args.sections.split(",") if s}
-    if sections - set(SECTIONS):
-        raise UserError(f"--sections: unknown {', '.join(sorted(sections - set(SECTIONS)))}; known: {', '.join(SECTIONS)}")
-    out = Path(args.out or ("results/paper_tables_quick" if args.quick else "results/paper_tables"))
-    tables = Tables(out, run_in_process, pools, {p: POOLS[p]["dataset"] for p in pools}, args.gin_file,
-                    args.gin_bindings, quick=args.quick, bootstrap=args.bootstrap, sections=sections,
-                    run_new=not args.finished_only,
-                    train_pools={p: POOLS[p]["train_pool"] for p in pools if "train_pool" in POOLS[p]})
-    command = " ".join(shlex.quote(a) for a in ["python", prog, *(sys.argv[1:] if argv is None else argv)])
-    t = time.time()
-    doc = tables.build(partial=lambda d: write(out, {**d, "partial": True}, command))
-    doc["wall_s"] = time.time() - t
-    write(out, doc, command)
-    print((out / "paper_tables.md").read_text())
-    return 0
-
-
-def check_pools(pools: Sequence[str], known: Sequence[str]) -> None:
-    bad = [p for p in pools if p not in known]
-    if bad:
-        raise UserError(f"--pools: unknown pool(s) {', '.join(bad)}; known: {', '.join(known)}")
 
 
 __all__ = ["Tables", "Job", "render", "write", "paired", "METHODS"]
