@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lever_jax.execution import sandbox_paths
 from lever_jax.execution.base import Limits
 from lever_jax.execution.sandbox import Sandbox
 
@@ -236,3 +237,17 @@ def test_a_payload_value_naming_an_input_becomes_where_the_task_finds_it():
     assert moved["db_path"] == moved["sql"] == "/lever-inputs/tmp/x/db.sqlite"
     assert moved["nested"] == payload["nested"] and payload["db_path"] == "/tmp/x/db.sqlite"
     assert Worker._shown_payload(["/tmp/x/db.sqlite"], shown) == ["/tmp/x/db.sqlite"]
+
+
+def test_site_packages_added_by_pth_files_are_the_interpreters_and_nothing_else(tmp_path):
+    """A venv layered on another environment's packages (a .pth naming its site-packages, under /tmp
+    or anywhere) gets them in the task's view; a .pth naming a project checkout, an import line or
+    a missing directory shows nothing."""
+    site_dir, other, checkout = tmp_path / "site", tmp_path / "env" / "lib" / "site-packages", tmp_path / "project"
+    for d in (site_dir, other, checkout, tmp_path / "deb" / "dist-packages"):
+        d.mkdir(parents=True)
+    (site_dir / "deps.pth").write_text(f"# layered\n{other}\n\nimport os\n{tmp_path / 'gone' / 'site-packages'}\n")
+    (site_dir / "__editable__.project.pth").write_text(f"{checkout}\n")
+    (site_dir / "relative.pth").write_text("../deb/dist-packages\n")
+    assert sandbox_paths.pth_site_dirs([str(site_dir), str(tmp_path / "missing")]) == [
+        str(other), str(site_dir / "../deb/dist-packages")]

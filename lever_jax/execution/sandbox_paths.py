@@ -1,7 +1,8 @@
 """What a sandboxed task sees of the host's files, and where (the layout of the mount view).
 
 The view (``isolation.build_view``) shows the system directories, the interpreter (its prefixes,
-standard library and site directories), this package and the sandbox's read-only inputs -- never
+standard library, site directories and the site-packages their ``.pth`` files add), this package
+and the sandbox's read-only inputs -- never
 the directory lever-jax was started from, nor any other ``sys.path`` entry (a user's project on
 ``PYTHONPATH``). A shown path that lives in a world-writable directory (a checkout or venv under
 /tmp) cannot be shown where it is, because each task's /tmp and /dev/shm are fresh, empty tmpfs: it
@@ -51,8 +52,35 @@ def interpreter_paths() -> list[str]:
     user = site.getusersitepackages()
     if user in sys.path:
         paths.append(user)
+    paths += pth_site_dirs(site.getsitepackages())
     return [p for p in dict.fromkeys(paths)
             if p and os.path.isabs(p) and os.path.isdir(p) and os.path.realpath(p) != "/"]
+
+
+def pth_site_dirs(site_dirs: Iterable[str]) -> list[str]:
+    """Other site-packages directories that the site directories' ``.pth`` files put on ``sys.path``
+    (a venv layered on another environment's packages): part of the interpreter's installation.
+    Only directories named site-packages / dist-packages count, so that a ``.pth`` naming a project
+    checkout (a lenient editable install) shows nothing of that checkout."""
+    found = []
+    for site_dir in site_dirs:
+        try:
+            names = sorted(n for n in os.listdir(site_dir) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(site_dir, name), encoding="utf-8") as handle:
+                    lines = handle.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            for line in lines:
+                if not line.strip() or line.startswith(("#", "import ", "import\t")):
+                    continue
+                path = os.path.join(site_dir, line.rstrip())
+                if os.path.basename(os.path.normpath(path)) in ("site-packages", "dist-packages") and os.path.isdir(path):
+                    found.append(path)
+    return found
 
 
 def code_paths() -> list[str]:
