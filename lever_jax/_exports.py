@@ -11,8 +11,10 @@ import importlib
 from typing import Any, Callable, Mapping
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package`` serving ``exports`` (name -> "submodule:attribute")."""
+def lazy_exports(package: str,
+                 exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package`` serving ``exports``
+    (name -> "submodule:attribute")."""
     namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> Any:

@@ -42,7 +42,8 @@ def test_compare_runs_and_folds_on_finished_and_stopped_runs(tmp_path, capsys) -
     assert _rows(out)["full"][5] == (f"{sum(m['dev_loss'] for m in metas) / 2:.3f} / "
                                      f"{100 * sum(m['dev_binary_acc'] for m in metas) / 2:.1f}")
 
-    assert main(["compare", "runs", str(full), str(full), "--labels", "x", "y"]) == 0  # finished runs, from metrics.json
+    # finished runs, from their metrics.json
+    assert main(["compare", "runs", str(full), str(full), "--labels", "x", "y"]) == 0
     out = capsys.readouterr().out
     doc = json.loads((full / "metrics.json").read_text())
     m, g = doc["methods"]["lever"], doc["verifier"]["lever_minus_majority_vote"]
@@ -76,5 +77,6 @@ def test_compare_runs_and_folds_on_finished_and_stopped_runs(tmp_path, capsys) -
     capsys.readouterr()
     assert compare_folds(str(tmp_path / "nowhere"), str(full)) == 2  # not a run directory: one line
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"lever-jax: error: {tmp_path / 'nowhere' / 'run_config.json'}: not a run's config")
+    config = tmp_path / "nowhere" / "run_config.json"
+    assert err.startswith(f"lever-jax: error: {config}: not a run's config")
     assert "\n" not in err

@@ -44,7 +44,8 @@ def test_importing_a_package_imports_none_of_its_modules(name: str) -> None:
         "import json, sys\n"
         f"import lever_jax.{name}\n"
         "heavy = ('tensorflow', 'seqio', 'torch', 'flax', 'jax', 'numpy')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith('lever_jax'))))\n"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "                        if m.split('.')[0] in heavy or m.startswith('lever_jax'))))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -59,7 +60,8 @@ def test_a_public_name_imports_only_its_own_module() -> None:
         "import lever_jax.rerank as r\n"
         "r.rerank, r.bootstrap_ci\n"
         "heavy = ('tensorflow', 'seqio', 'torch', 'flax')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith('lever_jax.data'))))\n"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "                        if m.split('.')[0] in heavy or m.startswith('lever_jax.data'))))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

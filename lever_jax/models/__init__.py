@@ -8,11 +8,14 @@ from lever_jax._exports import lazy_exports
 _EXPORTS: dict[str, str] = {
     "EncoderDecoderVerifier": "verifier:EncoderDecoderVerifier",
     "EncoderClassifierVerifier": "verifier:EncoderClassifierVerifier",
-    "VerifierModel": "base:VerifierModel", "verifier_loss": "base:verifier_loss", "VocabularyIds": "base:VocabularyIds",
-    "T5Config": "configs:T5Config", "EncoderConfig": "configs:EncoderConfig", "LossConfig": "configs:LossConfig",
+    "VerifierModel": "base:VerifierModel", "verifier_loss": "base:verifier_loss",
+    "VocabularyIds": "base:VocabularyIds",
+    "T5Config": "configs:T5Config", "EncoderConfig": "configs:EncoderConfig",
+    "LossConfig": "configs:LossConfig",
     "t5_config": "configs:t5_config", "encoder_config": "configs:encoder_config",
     "T5Transformer": "t5:T5Transformer", "EncoderClassifier": "encoder:EncoderClassifier",
-    "load_t5": "hf_import:load_t5", "load_minilm": "hf_import:load_minilm", "minilm_dir": "hf_import:minilm_dir",
+    "load_t5": "hf_import:load_t5", "load_minilm": "hf_import:load_minilm",
+    "minilm_dir": "hf_import:minilm_dir",
     "CheckpointError": "hf_import:CheckpointError",
 }
 __all__ = list(_EXPORTS)

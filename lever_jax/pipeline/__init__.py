@@ -8,7 +8,8 @@ from lever_jax._exports import lazy_exports
 _EXPORTS: dict[str, str] = {
     "RunConfig": "run:RunConfig", "POOLS": "pools:POOLS", "load_pool": "pools:load_pool",
     "training_view": "pools:training_view", "execution_limits": "pools:execution_limits",
-    "CrossFit": "crossfit:CrossFit", "FoldVerifier": "crossfit:FoldVerifier", "FoldResult": "crossfit:FoldResult",
+    "CrossFit": "crossfit:CrossFit", "FoldVerifier": "crossfit:FoldVerifier",
+    "FoldResult": "crossfit:FoldResult",
     "HeadConfig": "head:HeadConfig", "HeadTrainer": "head:HeadTrainer",
     "FinetuneConfig": "finetune:FinetuneConfig", "FinetuneTrainer": "finetune:FinetuneTrainer",
     "FeatureConfig": "encoder_features:FeatureConfig", "FrozenEncoder": "encoder_features:FrozenEncoder",

@@ -22,13 +22,16 @@ from lever_jax.data.errors import UserError
 from lever_jax.data.folds import assign_folds
 from lever_jax.rerank import statistics, table
 
-if TYPE_CHECKING:  # the run's config and pool are imported by the fold comparison only (`compare runs` reads JSON)
+if TYPE_CHECKING:  # the run's config and pool are imported by the fold comparison only
+    # (`compare runs` reads JSON alone)
     from lever_jax.pipeline.run import RunConfig
 
 RUNS_HEADER = ("| run | LEVER (summing) [95% CI] | gain over majority vote [paired 95% CI] | verifier only | "
-               "binary acc | ECE | train + score (s) |", "|---|---:|---:|---:|---:|---:|---:|")
+               "binary acc | ECE | train + score (s) |",
+               "|---|---:|---:|---:|---:|---:|---:|")
 FOLDS_HEADER = ("| run | LEVER (summing) | − majority vote [paired 95% CI] | − first run [paired 95% CI] | "
-                "verifier only | binary acc | dev loss / dev binary acc (fold mean) |", "|---|---:|---:|---:|---:|---:|---:|")
+                "verifier only | binary acc | dev loss / dev binary acc (fold mean) |",
+                "|---|---:|---:|---:|---:|---:|---:|")
 
 
 def check_labels(runs: Sequence[Path], labels: Sequence[str] | None) -> list[str]:
@@ -47,12 +50,12 @@ def run_row(label: str, doc: Mapping[str, Any]) -> str:
     only = methods.get("verifier_only", {}).get("accuracy", float("nan"))
     seconds = doc.get("timings_s", {}).get("train_score_s", float("nan"))
     return (f"| {label} | {100 * m['accuracy']:.1f} [{100 * m['ci_low']:.1f}, {100 * m['ci_high']:.1f}] | "
-            f"{100 * g['gain']:+.1f} [{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}] | {100 * only:.1f} | "
-            f"{100 * ver['binary_acc']:.1f} | {ver['ece']:.3f} | {seconds:.0f} |")
+            f"{100 * g['gain']:+.1f} [{100 * g['ci_low']:+.1f}, {100 * g['ci_high']:+.1f}] | "
+            f"{100 * only:.1f} | {100 * ver['binary_acc']:.1f} | {ver['ece']:.3f} | {seconds:.0f} |")
 
 
 def runs_table(runs: Sequence[Path], labels: Sequence[str] | None = None) -> list[str]:
-    """The markdown lines comparing finished runs (each DIR/metrics.json read once, all before any row)."""
+    """The markdown lines comparing finished runs (every DIR/metrics.json read before any row)."""
     labels = check_labels(runs, labels)
     docs = []
     for run in runs:
@@ -86,7 +89,8 @@ def fold_scores(run: Path, num_folds: int) -> dict[int, tuple[np.ndarray, dict]]
                             f"{hits[1].parent.parent}); pass a run directory with one")
         if hits:
             meta = hits[0].parent / "fold.json"
-            out[fold] = (np.load(hits[0]), json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else {})
+            dev = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else {}
+            out[fold] = (np.load(hits[0]), dev)
     return out
 
 
@@ -98,10 +102,12 @@ def _dev_metrics(metas: Sequence[Mapping[str, Any]]) -> str | None:
     """'dev loss / dev binary acc' averaged over the kept checkpoints, or None when one lacks them."""
     if not all("dev_loss" in m for m in metas):
         return None
-    return f"{np.mean([m['dev_loss'] for m in metas]):.3f} / {100 * np.mean([m['dev_binary_acc'] for m in metas]):.1f}"
+    loss, acc = np.mean([m["dev_loss"] for m in metas]), np.mean([m["dev_binary_acc"] for m in metas])
+    return f"{loss:.3f} / {100 * acc:.1f}"
 
 
-def _fused(spec: str, ver: Mapping[str, np.ndarray], by_dir: Mapping[str, str], mask: np.ndarray) -> tuple[str, np.ndarray]:
+def _fused(spec: str, ver: Mapping[str, np.ndarray], by_dir: Mapping[str, str],
+           mask: np.ndarray) -> tuple[str, np.ndarray]:
     """``--sum-logits LABEL=DIR_A+DIR_B``: the two runs' P(yes) combined by summing their log-odds
     (a product-of-experts verifier; nothing is fitted)."""
     name, _, pair = spec.partition("=")
@@ -112,8 +118,8 @@ def _fused(spec: str, ver: Mapping[str, np.ndarray], by_dir: Mapping[str, str], 
     return name, np.where(mask, -np.logaddexp(0.0, -fused), -np.inf).astype(np.float32)
 
 
-def _fold_row(label: str, sub: CandidateArrays, v: np.ndarray, first: np.ndarray | None, dev: str | None,
-              bootstrap: int) -> tuple[str, np.ndarray]:
+def _fold_row(label: str, sub: CandidateArrays, v: np.ndarray, first: np.ndarray | None,
+              dev: str | None, bootstrap: int) -> tuple[str, np.ndarray]:
     """One :func:`folds_table` row and the run's per-problem LEVER hits (the first run's are the baseline)."""
     per = table.per_problem(sub, v, use_gen_prob=True)
     hit = {k: per[k][0] for k in ("lever", "majority_vote", "verifier_only")}
@@ -126,8 +132,8 @@ def _fold_row(label: str, sub: CandidateArrays, v: np.ndarray, first: np.ndarray
             f"{100 * statistics.binary_accuracy(v, sub.correct, sub.mask):.1f} | {dev or '—'} |"), first
 
 
-def folds_table(runs: Sequence[Path], labels: Sequence[str] | None = None, sum_logits: Sequence[str] = (),
-                bootstrap: int = 10_000) -> list[str]:
+def folds_table(runs: Sequence[Path], labels: Sequence[str] | None = None,
+                sum_logits: Sequence[str] = (), bootstrap: int = 10_000) -> list[str]:
     """The lines comparing ``runs`` on the folds all of them finished (RuntimeError when there is none)."""
     from lever_jax.pipeline.pools import load_pool
 

@@ -6,7 +6,8 @@ importing the package imports none of its modules. The rest is internal.
 from lever_jax._exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
-    "Trainer": "trainer:Trainer", "OptimizerConfig": "trainer:OptimizerConfig", "TrainState": "trainer:TrainState",
+    "Trainer": "trainer:Trainer", "OptimizerConfig": "trainer:OptimizerConfig",
+    "TrainState": "trainer:TrainState",
     "Checkpointer": "checkpoints:Checkpointer", "MetricsWriter": "metric_sinks:MetricsWriter",
     "read_metrics": "metric_sinks:read_metrics", "parse_gin_files": "launch:parse_gin_files",
     "gin_search_paths": "launch:gin_search_paths", "make_mesh": "partitioning:make_mesh",
