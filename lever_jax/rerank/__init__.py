@@ -13,7 +13,7 @@ _EXPORTS: dict[str, str] = {
     "rerank": "scoring:rerank", "rerank_voting": "scoring:rerank_voting",
     "RerankOutput": "scoring:RerankOutput",
     "rerank_reference": "scoring:rerank_reference", "normalize_gen_logprob": "scoring:normalize_gen_logprob",
-    "frequency_logprob": "scoring:frequency_logprob",
+    "frequency_logprob": "scoring:frequency_logprob", "dense_group_ids": "scoring:dense_group_ids",
     # every selection method on a CandidateArrays (lever_jax.data), as one table
     "method_table": "table:method_table", "MethodResult": "table:MethodResult",
     "format_table": "table:format_table",
