@@ -19,8 +19,7 @@ import time
 import numpy as np
 
 from lever_jax.inputs import serialize
-from lever_jax.data.bundled import bundled_path
-from lever_jax.data.jsonl import read_problems
+from lever_jax.data import bundled_path, read_problems
 from lever_jax.pipeline.encoder_features import FeatureConfig, FrozenEncoder, program_text
 
 

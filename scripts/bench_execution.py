@@ -44,18 +44,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from lever_jax.data.schema import Candidate, Problem
-from lever_jax.execution.base import Limits, Task
-from lever_jax.execution.registry import get_executor
-from lever_jax.execution.sandbox import Sandbox
+from lever_jax.data import Candidate, Problem
+from lever_jax.execution import Limits, Sandbox, Task, get_executor
 
 TIMEOUT_S = 10.0
 
 
 # -- workloads --------------------------------------------------------------------------------------
 def gsm8k_workload(n: int) -> list[tuple[Problem, Candidate]]:
-    from lever_jax.data.bundled import bundled_path
-    from lever_jax.data.jsonl import read_problems
+    from lever_jax.data import bundled_path, read_problems
 
     try:
         path = bundled_path("gsm8k_pool", "code002.samples.jsonl.gz", must_exist=True)
@@ -76,7 +73,7 @@ def gsm8k_workload(n: int) -> list[tuple[Problem, Candidate]]:
 
 def mbpp_workload(n: int) -> list[tuple[Problem, Candidate]]:
     try:
-        from lever_jax.data.datasets import gold_program, load_problems
+        from lever_jax.data import gold_program, load_problems
 
         problems = load_problems("mbpp", "all")
     except (FileNotFoundError, ValueError, OSError, ImportError):

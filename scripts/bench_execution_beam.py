@@ -25,9 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from lever_jax.data.jsonl import read_problems, write_problems
-from lever_jax.data.schema import Problem
-from lever_jax.execution.base import Limits
+from lever_jax.data import Problem, read_problems, write_problems
+from lever_jax.execution import Limits
 
 POOLS = ("code002.samples.jsonl.gz", "other_llms.samples.jsonl.gz")
 POOL_OPTIONS = {"convention": "faithful_cot"}  # the bundled pools' conventions (registry.EXECUTOR_OPTIONS)
@@ -39,7 +38,7 @@ def cpu_seconds() -> float:
 
 
 def pool_problems() -> list[Problem]:
-    from lever_jax.data.bundled import bundled_path
+    from lever_jax.data import bundled_path
 
     out: list[Problem] = []
     for name in POOLS:  # both pools hold the same GSM8k problems: tag the ids with the pool
@@ -63,9 +62,7 @@ def repeated(base: list[Problem], programs: int) -> Iterator[Problem]:
 
 
 def run_local(samples: str, output: str, workers: int, limits: Limits) -> dict[str, Any]:
-    from lever_jax.execution.registry import get_executor
-    from lever_jax.execution.runner import RunStats, execute_problems
-    from lever_jax.execution.sandbox import Sandbox
+    from lever_jax.execution import RunStats, Sandbox, execute_problems, get_executor
 
     stats = RunStats()
     cpu0, start = cpu_seconds(), time.perf_counter()

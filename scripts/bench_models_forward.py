@@ -18,8 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from lever_jax.models.configs import encoder_config, t5_config
-from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
+from lever_jax.models import EncoderClassifierVerifier, EncoderDecoderVerifier, encoder_config, t5_config
 
 # Published parameter counts (HF model cards / num_parameters()).
 HF_COUNTS = {

@@ -36,9 +36,9 @@ os.environ.setdefault("LEVER_JAX_NO_AUTO_REGISTER", "1")
 import numpy as np  # noqa: E402
 
 from lever_jax.inputs.batching import batch_features, encode_example, frame_ids  # noqa: E402
-from lever_jax.inputs.serialize import SerializeOptions  # noqa: E402
+from lever_jax.inputs import SerializeOptions  # noqa: E402
 from lever_jax.inputs.examples import TaskSpec, discover_specs, iter_examples, iter_spec_problems  # noqa: E402
-from lever_jax.inputs.tokenizers import get_vocabulary  # noqa: E402
+from lever_jax.inputs import get_vocabulary  # noqa: E402
 
 
 SCHEMA_DATASETS = ("spider",)  # datasets whose inputs change with include_schema
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r.get('seqio_startup_s', float('nan')):.1f} |"
         )
     if args.json:
-        from lever_jax.data.jsonl import write_json
+        from lever_jax.data import write_json
 
         run = {k: str(v) for k, v in vars(args).items()}
         if args.append and args.json.exists():

@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from lever_jax.cli.main import main as lever_main
+from lever_jax.data import iter_json_lines, load_problems
 from lever_jax.data import prompts as prompt_lib
-from lever_jax.data.datasets import load_problems
-from lever_jax.data.jsonl import iter_json_lines
 
 
 def _server(model: str, parallel: int, threads: int, ctx: int) -> Any:

@@ -70,10 +70,8 @@ def bench_jax(tokens: np.ndarray, labels: np.ndarray, args: argparse.Namespace) 
         os.environ["LEVER_JAX_XLA_CPU_DEFAULTS"] = "1"
     import jax
 
-    from lever_jax.training import partitioning
-    from lever_jax.models.configs import T5Config
-    from lever_jax.models.verifier import EncoderDecoderVerifier
-    from lever_jax.training.trainer import OptimizerConfig, Trainer
+    from lever_jax.training import OptimizerConfig, Trainer, partitioning
+    from lever_jax.models import EncoderDecoderVerifier, T5Config
 
     cfg = T5Config(**SMALL, dtype=args.jax_dtype, dropout_rate=0.1, no_token_id=NO_ID,
                    yes_token_id=YES_ID, tie_word_embeddings=args.tie, scale_decoder_outputs=False,

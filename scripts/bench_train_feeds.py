@@ -27,10 +27,8 @@ MODES = ("padded", "bucketed", "packed")
 
 
 def build_trainer(model_name: str, mode: str, tok, args):
-    from lever_jax.models.configs import encoder_config, t5_config
-    from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
-    from lever_jax.training import partitioning
-    from lever_jax.training.trainer import OptimizerConfig, Trainer
+    from lever_jax.models import EncoderClassifierVerifier, EncoderDecoderVerifier, encoder_config, t5_config
+    from lever_jax.training import OptimizerConfig, Trainer, partitioning
 
     if model_name == "t5":
         model = EncoderDecoderVerifier(t5_config("small", dropout_rate=0.1, vocab_size=tok.vocab_size,
@@ -46,7 +44,7 @@ def build_trainer(model_name: str, mode: str, tok, args):
 def build(model_name: str, mode: str, problems, tok, args):
     import jax
 
-    from lever_jax.inputs.feeds import TrainBatcher
+    from lever_jax.inputs import TrainBatcher
 
     trainer = build_trainer(model_name, mode, tok, args)
     model = trainer.model
@@ -70,7 +68,7 @@ def bench_scoring(model_name: str, problems, tok, args) -> dict:
     cut to their longest (Trainer.score_tokens), same params, warm call first, then one timed call."""
     import jax
 
-    from lever_jax.inputs.batching import pad_to
+    from lever_jax.inputs import pad_to
 
     rows = np.stack([pad_to(t, args.length, tok.pad_id) for p in problems for t in p.tokens][: args.score])
     out = {}
@@ -103,8 +101,7 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
-    from lever_jax.inputs.feeds import numpy_problems, resolve_task
-    from lever_jax.inputs.tokenizers import get_vocabulary
+    from lever_jax.inputs import get_vocabulary, numpy_problems, resolve_task
 
     tok = get_vocabulary("spm" if args.model == "t5" else "minilm")
     problems = numpy_problems(resolve_task("lever_verify_gsm8k_pool_fold0_train"), tok, args.length, add_gold=False)

@@ -28,10 +28,9 @@ NO_ID, YES_ID = 150, 4273
 
 def real_batches(model: str, steps: int, problems: int, candidates: int, max_len: int, seed: int = 0):
     """[(tokens [P, K, L_batch] padded to the batch's longest, labels [P, K])] of real candidates."""
-    from lever_jax.data.bundled import bundled_path
-    from lever_jax.data.jsonl import read_problems
+    from lever_jax.data import bundled_path, read_problems
     from lever_jax.inputs.serialize import serialize_gsm8k
-    from lever_jax.inputs.tokenizers import get_vocabulary
+    from lever_jax.inputs import get_vocabulary
 
     pool = list(read_problems(bundled_path("gsm8k_pool", "code002.executed.jsonl.gz"), require_execution=True))
     tok = get_vocabulary("minilm" if model == "minilm" else "spm")
@@ -59,7 +58,7 @@ def real_batches(model: str, steps: int, problems: int, candidates: int, max_len
 def _packed_steps(batches, row_len: int, accum: int) -> tuple[list[dict], int]:
     """Every step's packed micro-batches (lever_jax.inputs.packing.packed_train_batch: the trainer's
     feed, leading axis = micro-batch), padded to the largest row count of any step: one compilation."""
-    from lever_jax.inputs.packing import packed_train_batch
+    from lever_jax.inputs import packed_train_batch
 
     steps = [packed_train_batch(t, np.ones(y.shape, bool), y, row_len, accum_steps=accum) for t, y in batches]
     rows = max(b["packed_tokens"].shape[1] for b in steps)
@@ -76,8 +75,7 @@ def jax_side(model: str, batches, row_len: int, accum: int = 1) -> Callable[[int
     import jax.numpy as jnp
     import optax
 
-    from lever_jax.models.configs import encoder_config, t5_config
-    from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
+    from lever_jax.models import EncoderClassifierVerifier, EncoderDecoderVerifier, encoder_config, t5_config
     from flax import linen as nn
 
     if model == "minilm":

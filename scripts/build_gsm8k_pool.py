@@ -32,10 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from lever_jax.data import jsonl
-from lever_jax.data.bundled import bundled_path
+from lever_jax.data import Candidate, Execution, Problem, bundled_path, jsonl
 from lever_jax.data.datasets import gsm8k
-from lever_jax.data.schema import Candidate, Execution, Problem
 
 CODE002_SETTINGS = (
     "code002_NL+SL",  # the standard greedy Faithful-CoT setting: marked is_greedy

@@ -23,10 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lever_jax.data import jsonl
-from lever_jax.data.bundled import bundled_path
+from lever_jax.data import Candidate, Problem, bundled_path, jsonl
 from lever_jax.data.datasets import humaneval
-from lever_jax.data.schema import Candidate, Problem
 
 SAMPLES_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_code_solution.jsonl.gz"
 TESTS_FILE = "HumanEval_codegen16B_temp0.8_topp0.95_num100_max300_test_case.jsonl.gz"

@@ -41,10 +41,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lever_jax.data import jsonl
+from lever_jax.data import Candidate, Problem, jsonl
 from lever_jax.data.binder_tables import write_binder_db
 from lever_jax.data.datasets.wikitq_binder import table_id_from_context
-from lever_jax.data.schema import Candidate, Problem
 from lever_jax.execution.binder_sql import has_neural_call
 from lever_jax.execution.wikitq_match import tsv_unescape_list
 

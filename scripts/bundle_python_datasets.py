@@ -16,8 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from lever_jax.data import jsonl
-from lever_jax.data.bundled import bundled_path
+from lever_jax.data import bundled_path, jsonl
 from lever_jax.data.datasets import gsm8k, humaneval, mbpp
 
 

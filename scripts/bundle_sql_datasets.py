@@ -23,7 +23,7 @@ import tarfile
 from pathlib import Path
 
 from lever_jax.data.datasets.wikitq import lever_column_names
-from lever_jax.data.jsonl import write_json, write_json_lines
+from lever_jax.data import write_json, write_json_lines
 from lever_jax.execution.wikitq_match import approximate_canon, tsv_unescape_list
 
 ROOT = Path(__file__).resolve().parents[1]

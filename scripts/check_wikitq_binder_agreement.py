@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lever_jax.data.bundled import bundled_path
-from lever_jax.data.jsonl import iter_json_lines, read_problems
+from lever_jax.data import bundled_path, iter_json_lines, read_problems
 from lever_jax.data.result_keys import canonical_key
 
 ERROR = "<error>"

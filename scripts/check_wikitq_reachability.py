@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from lever_jax.data.datasets import wikitq
-from lever_jax.data.jsonl import write_json
+from lever_jax.data import write_json
 from lever_jax.data.spider_db import default_db_root
 from lever_jax.execution import wikitq_match as wm
 from lever_jax.execution.sql import connect_readonly, create_view

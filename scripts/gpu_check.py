@@ -78,8 +78,7 @@ def _matmul_params(params: Any, part: str) -> int:
 
 
 def _trainer(model: Any, length: int) -> Any:
-    from lever_jax.training import partitioning
-    from lever_jax.training.trainer import OptimizerConfig, Trainer
+    from lever_jax.training import OptimizerConfig, Trainer, partitioning
 
     mesh, rules = partitioning.make_mesh(), partitioning.logical_axis_rules("data")
     return Trainer(model, OptimizerConfig(learning_rate=1e-4, warmup_steps=0), 1000, mesh, rules, length)
@@ -98,8 +97,7 @@ def _step_fn(trainer: Any, batch: dict[str, np.ndarray]) -> tuple[Callable[[], N
 
 
 def t5_train(args: argparse.Namespace, peak: float | None) -> dict[str, Any]:
-    from lever_jax.models.configs import t5_config
-    from lever_jax.models.verifier import EncoderDecoderVerifier
+    from lever_jax.models import EncoderDecoderVerifier, t5_config
 
     size = "tiny" if args.dry_run else "base"
     cfg = t5_config(size, dtype="bfloat16", dropout_rate=0.1, no_token_id=NO_ID, yes_token_id=YES_ID)
@@ -125,8 +123,7 @@ def t5_train(args: argparse.Namespace, peak: float | None) -> dict[str, Any]:
 
 
 def minilm_finetune(args: argparse.Namespace) -> dict[str, Any]:
-    from lever_jax.models.configs import encoder_config
-    from lever_jax.models.verifier import EncoderClassifierVerifier
+    from lever_jax.models import EncoderClassifierVerifier, encoder_config
 
     out: dict[str, Any] = {}
     p, k, length = (1, 2, 16) if args.dry_run else (args.problems, args.candidates, 256)

@@ -13,12 +13,9 @@ import argparse
 import json
 import time
 
-from lever_jax.data.bundled import bundled_path
+from lever_jax.data import bundled_path, read_problems, write_problems
 from lever_jax.execution.humaneval_inputs import execute_like_for_like, visible_asserts
-from lever_jax.data.jsonl import read_problems, write_problems
-from lever_jax.execution.base import Limits
-from lever_jax.execution.cache import ExecutionCache
-from lever_jax.execution.sandbox import Sandbox
+from lever_jax.execution import ExecutionCache, Limits, Sandbox
 
 
 def main() -> None:

@@ -16,8 +16,7 @@ import numpy as np
 
 from lever_jax.rerank import methods
 from lever_jax.pipeline import gsm8k_features
-from lever_jax.data.arrays import problems_to_arrays
-from lever_jax.data.jsonl import read_problems
+from lever_jax.data import problems_to_arrays, read_problems
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lever_jax.data import jsonl
-from lever_jax.data.datasets import load_problems
+from lever_jax.data import jsonl, load_problems
 from lever_jax.data.mutations_python import synthetic_problems
 
 

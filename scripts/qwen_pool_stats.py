@@ -16,10 +16,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from lever_jax.data.arrays import problems_to_arrays
-from lever_jax.data.bundled import bundled_path
-from lever_jax.data.jsonl import iter_json_lines, read_problems, write_json
-from lever_jax.data.schema import Problem
+from lever_jax.data import (Problem, bundled_path, iter_json_lines, problems_to_arrays, read_problems,
+                            write_json)
 from lever_jax.rerank import methods, statistics
 
 POOL_DIR = bundled_path("qwen05b_pools")

@@ -15,7 +15,7 @@ import collections
 import json
 import sys
 
-from lever_jax.data.jsonl import read_problems
+from lever_jax.data import read_problems
 
 TOLERANCE = 1e-4
 

@@ -25,14 +25,10 @@ from typing import Any
 
 from build_humaneval_pool import executed_stats
 
-from lever_jax.data import jsonl
-from lever_jax.data.bundled import bundled_path
-from lever_jax.data.schema import Problem
-from lever_jax.execution.base import Limits
+from lever_jax.data import Problem, bundled_path, jsonl
+from lever_jax.execution import Limits, Sandbox, execute_problems
 from lever_jax.execution.humaneval_inputs import combine, visible_calls
 from lever_jax.execution.python_tests import HumanEvalExecutor
-from lever_jax.execution.runner import execute_problems
-from lever_jax.execution.sandbox import Sandbox
 
 HIDDEN = "codegen16b.executed.jsonl.gz"
 DOCSTRING = "codegen16b_docstring.executed.jsonl.gz"

@@ -20,9 +20,7 @@ import math
 import sys
 from typing import Any
 
-from lever_jax.data import jsonl
-from lever_jax.data.bundled import bundled_path
-from lever_jax.data.schema import Problem
+from lever_jax.data import Problem, bundled_path, jsonl
 
 
 def load_tests() -> dict[str, list[str]]:
@@ -74,11 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     out_path = bundled_path("humaneval_pool", "codet_test_results.jsonl.gz")
     pool = list(jsonl.read_problems(bundled_path("humaneval_pool", "codegen16b.samples.jsonl.gz")))
     if not args.stats_only:
-        from lever_jax.execution.base import Limits
-        from lever_jax.execution.cache import ExecutionCache
-        from lever_jax.execution.registry import get_executor
-        from lever_jax.execution.runner import execute_problems
-        from lever_jax.execution.sandbox import Sandbox
+        from lever_jax.execution import ExecutionCache, Limits, Sandbox, execute_problems, get_executor
 
         tests = load_tests()
         problems = as_test_problems(pool, tests)

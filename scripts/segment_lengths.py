@@ -16,10 +16,9 @@ from tempfile import TemporaryDirectory
 
 import numpy as np
 
-from lever_jax.inputs.tokenizers import get_vocabulary
+from lever_jax.inputs import get_vocabulary
 from lever_jax.pipeline.encoder_features import program_text, result_text
-from lever_jax.pipeline.pools import load_pool
-from lever_jax.pipeline.run import RunConfig
+from lever_jax.pipeline import RunConfig, load_pool
 
 
 def describe(name: str, lengths: np.ndarray, cap: int) -> str:

@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from lever_jax.data.jsonl import read_problems, write_json
+from lever_jax.data import read_problems, write_json
 from lever_jax.inputs.serialize import serialize, target_text
-from lever_jax.inputs.examples import bundled_pool_files
+from lever_jax.inputs import bundled_pool_files
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from lever_jax.data.datasets import spider
-from lever_jax.data.jsonl import write_json
+from lever_jax.data import write_json
 from lever_jax.data.spider_db import default_db_root, prepare_spider, spider_db_path
 from lever_jax.execution.sql import run_sql_task
 

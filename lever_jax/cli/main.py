@@ -39,6 +39,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("train", "lever_jax.training.launch:register_train", "train a verifier from gin files (T5X-style)"),
     ("eval", "lever_jax.training.launch:register_eval", "score candidates with a trained verifier and write JSON scores"),
     ("run", "lever_jax.cli.run", "end to end: execute, cross-fit the verifier, rerank, report"),
+    ("compare", "lever_jax.cli.compare", "several `lever-jax run` directories side by side (finished runs, or their common folds)"),
     ("tables", "lever_jax.cli.tables", "the paper's tables on the bundled pools (every run they need, paired CIs)"),
 )
 
