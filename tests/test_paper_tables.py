@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from lever_jax.cli.main import main as lever_jax
+from lever_jax.data.errors import UserError
 from lever_jax.pipeline import paper_tables as pt
 
 POOLS = {"gsm8k_code002": "gsm8k", "gsm8k_other_llms": "gsm8k", "humaneval_codegen16b": "humaneval"}
@@ -49,7 +50,8 @@ def _fake_run(calls: list):
 
 def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     calls: list = []
-    assert pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, run_new=False).build()["pools"] == {}
+    with pytest.raises(UserError, match="no finished run"):  # --finished_only with nothing run yet
+        pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, run_new=False).build()
     assert calls == []  # --finished_only runs nothing
     tables = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bootstrap=500)
     doc = tables.build()
@@ -98,6 +100,12 @@ def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     assert calls == []
     rows = {r["ablation"]: r for r in partial["pools"]["gsm8k_code002"]["ablations"]}
     assert rows["no_exec"]["n/a"] == "not run" and "accuracy" in rows["no_program"]
+    before = (tmp_path / "paper_tables.md").read_text()
+    other = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bindings=["RunConfig.folds = 3"],
+                      bootstrap=500, run_new=False)  # runs made with other settings are not these tables' runs
+    with pytest.raises(UserError, match=r"--finished_only: .*gsm8k_code002/main: no finished run with these"):
+        other.build(partial=lambda d: pt.write(tmp_path, d, "partial"))
+    assert calls == [] and (tmp_path / "paper_tables.md").read_text() == before
 
 
 def test_a_pool_with_a_train_split_gets_levers_protocol_row_and_the_gold_ablation(tmp_path) -> None:
@@ -123,6 +131,10 @@ def test_a_pool_with_a_train_split_gets_levers_protocol_row_and_the_gold_ablatio
     pt.write(tmp_path, doc, "python scripts/paper_tables.py")
     assert "| LEVER, LEVER's protocol (trained on mbpp_qwen05b_train) | `lever_protocol` |" in \
         (tmp_path / "paper_tables.md").read_text()
+    only = pt.Tables(tmp_path / "protocol_only", _fake_run([]), list(pools), pools, bootstrap=300,
+                     sections=("protocol",), train_pools={"mbpp_qwen05b": "mbpp_qwen05b_train"}).build()
+    rows = {r["ablation"]: r for r in only["pools"]["mbpp_qwen05b"]["ablations"]}
+    assert rows["no_gold"]["n/a"] == "not run (--sections)"  # MBPP has gold programs: left out, not impossible
 
 
 def test_every_train_split_pool_names_the_pool_it_trains() -> None:

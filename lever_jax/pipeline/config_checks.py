@@ -7,21 +7,23 @@ value and what is allowed (``execution_workers = 0`` used to start one sandbox w
 from __future__ import annotations
 
 import numbers
-from typing import Any, Collection, Optional
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Collection, Optional
 
 from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import has_content
 from lever_jax.pipeline.protocol import check_protocol
 from lever_jax.pipeline.training_data import TRAIN_POOL_MODES
 
+if TYPE_CHECKING:  # run.py defines it and imports this module
+    from lever_jax.pipeline.run import RunConfig
+
 
 def _fail(field: str, value: Any, expected: str) -> UserError:
     return UserError(f"RunConfig.{field}: expected {expected}, got {value!r}")
 
 
-def _int(cfg: Any, field: str, minimum: int, optional: bool = False) -> None:
+def _int(cfg: RunConfig, field: str, minimum: int, optional: bool = False) -> None:
     value = getattr(cfg, field)
     if value is None and optional:
         return
@@ -29,7 +31,7 @@ def _int(cfg: Any, field: str, minimum: int, optional: bool = False) -> None:
         raise _fail(field, value, f"an integer >= {minimum}" + (" or None" if optional else ""))
 
 
-def _one_of(cfg: Any, field: str, allowed: Collection[Any], optional: bool = False) -> None:
+def _one_of(cfg: RunConfig, field: str, allowed: Collection[Any], optional: bool = False) -> None:
     value = getattr(cfg, field)
     if (value is None and optional) or (isinstance(value, str) and value in allowed):
         return
@@ -40,7 +42,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _input_file(cfg: Any, field: str) -> None:
+def _input_file(cfg: RunConfig, field: str) -> None:
     value = getattr(cfg, field)
     if not isinstance(value, str):
         raise _fail(field, value, "a file path")
@@ -51,7 +53,7 @@ def _input_file(cfg: Any, field: str) -> None:
         raise UserError(f"RunConfig.{field}: {path}: no problems (the file is empty or holds only blank lines)")
 
 
-def check_run_config(cfg: Any, pools: Collection[str], ablations: Collection[str],
+def check_run_config(cfg: RunConfig, pools: Collection[str], ablations: Collection[str],
                      verifiers: Collection[str]) -> None:
     """UserError naming the first field of ``cfg`` (a RunConfig) that no run could use."""
     if cfg.input is None:

@@ -87,8 +87,9 @@ POOL_NOTES = {
                      "T": "the `lever` row's verifier is cross-fitted on the 500 test problems; the `lever_protocol` "
                           "row follows LEVER's protocol (trained on the train split's pool, 374 problems; checkpoint "
                           "picked on a held-out 10% of them)",
-                     "V": "the verifier is all-MiniLM-L6-v2 with its top layer fine-tuned on LEVER's input "
-                          "(question + program + execution result) and gold programs as positives, not T5-large"},
+                     "V": "the verifier is all-MiniLM-L6-v2 with its top two layers fine-tuned (480 steps) on LEVER's "
+                          "input (question + program + execution result) and gold programs as positives, not "
+                          "T5-large"},
     "wikitq_binder": {"S": "94 WikiTQ test questions x 20 Binder (gpt-3.5) samples, not Codex on the full test "
                            "set; correct = LEVER's relaxed checker (the paper's 65.8 uses it)",
                       "T": "the verifier is cross-fitted on those test questions"},
@@ -231,6 +232,12 @@ class Tables:
             comparable, notes = "no", ["Q"]
         return {"paper": paper, "comparable": comparable, "notes": notes}
 
+    def _not_run(self, pool: str, ablation: str) -> str:
+        """Why an ablation row has no number: the dataset has no gold program, or --sections left it out."""
+        if ablation == "no_gold" and self.datasets[pool] not in GOLD_DATASETS:
+            return NO_GOLD.get(self.datasets[pool], "the dataset has no gold program")
+        return "not run" + ("" if "ablations" in self.sections else " (--sections)")
+
     def ablations(self, pool: str, runs: dict[str, tuple[dict, dict]]) -> list[dict[str, Any]]:
         full = runs["none"][1]["methods"]["lever"]
         rows = []
@@ -238,8 +245,7 @@ class Tables:
             row: dict[str, Any] = {"ablation": ablation, "label": label, "comparable": "no",
                                    "notes": ["Q"] if self.quick else ["S", "T", "V"]}
             if ablation not in runs:
-                row["n/a"] = NO_GOLD.get(self.datasets[pool], "RunConfig has no gold-program option") \
-                    if ablation == "no_gold" else "not run" + ("" if "ablations" in self.sections else " (--sections)")
+                row["n/a"] = self._not_run(pool, ablation)
                 rows.append(row)
                 continue
             metrics, per = runs[ablation]
@@ -323,11 +329,23 @@ class Tables:
                     result = self.run(job)
                     if result is not None:
                         runs[pool][job.name] = result
-            runs = {q: done for q, done in runs.items() if "main" in done}  # (--finished_only)
+            if phase == "main" and not self.run_new:
+                self._require_finished(runs)
+            runs = {q: done for q, done in runs.items() if "main" in done}
             doc = self.assemble(runs)
             if partial is not None and phase != self.PHASES[-1]:
                 partial(doc)
         return doc
+
+    def _require_finished(self, runs: dict[str, dict[str, tuple[dict, dict]]]) -> None:
+        """--finished_only: a pool without its finished main run is an error, before anything is written
+        (an empty document would silently replace the tables of a run made with other settings)."""
+        missing = [pool for pool in self.pools if "main" not in runs[pool]]
+        if missing:
+            raise UserError(
+                f"--finished_only: {self.out / 'runs' / missing[0] / 'main'}: no finished run with these gin files "
+                f"and bindings (its paper_tables_stamp.json records them: pass the --gin_file / --gin_bindings "
+                f"it was made with); pools without one: {', '.join(missing)}")
 
     def assemble(self, runs: dict[str, dict[str, tuple[dict, dict]]]) -> dict[str, Any]:
         """The document from the runs made so far (missing rows say 'not run')."""
