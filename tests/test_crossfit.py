@@ -209,3 +209,36 @@ def test_every_fold_verifier_satisfies_the_protocol_through_the_loop(kind: str, 
         assert recording.folds == [] and np.array_equal(again.scores, fit.scores)
     finally:
         gin.clear_config()
+
+
+def test_folds_without_problems_are_skipped_and_a_fold_without_training_problems_is_one_line(tmp_path) -> None:
+    """Fewer problems than folds: the empty folds train nothing. A fold that scores problems with no
+    problem left to train on (one problem; two, whose other one is the dev slice) is a UserError
+    before any fold trains (it used to be an IndexError inside the trainer)."""
+    from lever_jax.data.errors import UserError
+
+    class _Constant:
+        def __init__(self) -> None:
+            self.folds: list[int] = []
+
+        def fit_and_score(self, fold, rows, fold_dir):
+            self.folds.append(fold)
+            return FoldResult(np.full((len(rows["heldout"]), 2), -0.5, np.float32), {})
+
+    def rows_of(problems: int, num_folds: int, dev_fraction: float):
+        folds = assign_folds([f"p{i}" for i in range(problems)], num_folds, 0)
+        return lambda fold: fold_rows(folds, fold, dev_fraction, 0)
+
+    verifier = _Constant()
+    fit = cross_fit(verifier, 5, rows_of(3, 5, 0.2), tmp_path / "three", np.ones((3, 2), bool))
+    assert len(verifier.folds) == 3 and len(fit.fold_seconds) == 5 and (fit.scores == -0.5).all()
+    assert sorted(p.name for p in (tmp_path / "three").iterdir()) == [f"fold{f}" for f in sorted(verifier.folds)]
+    for problems, dev_fraction, why in ((1, 0.2, "there is no other problem"),
+                                        (2, 0.2, r"its 1 other problem\(s\) all pick its checkpoint")):
+        verifier = _Constant()
+        with pytest.raises(UserError, match=rf"cross-fitting: fold \d has no problem to train on "
+                                            rf"\({problems} problem\(s\) in 5 folds; {why}"):
+            cross_fit(verifier, 5, rows_of(problems, 5, dev_fraction), tmp_path / "few", np.ones((problems, 2), bool))
+        assert verifier.folds == [] and not (tmp_path / "few").exists()
+    fit = cross_fit(_Constant(), 5, rows_of(2, 5, 0.0), tmp_path / "two", np.ones((2, 2), bool))
+    assert (fit.scores == -0.5).all()  # no dev slice: each trains on the other

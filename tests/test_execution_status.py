@@ -73,3 +73,24 @@ def test_humaneval_raising_calls_are_an_execution_error(tmp_path, capsys, inputs
     assert raises.status == "error" and "ValueError" in raises.error and not raises.correct
     # the right program raises only on the example documented as an error: it executes without error
     assert right.status == "ok" and right.correct and right.error is None
+
+
+def test_a_timeout_reads_the_same_whichever_limit_fired(tmp_path, capsys):
+    """The wall clock or the CPU limit fires first depending on the machine's load: the verifier's
+    input (result_text) is the same for both, so training does not depend on load; `error` says
+    which (the same MBPP pool run twice on this machine differed only there, and so did its verifier)."""
+    from lever_jax.data.schema import problem_from_dict
+    from lever_jax.execution.base import TIMEOUT_TEXT, SandboxResult
+    from lever_jax.execution.python_tests import HumanEvalExecutor, MBPPExecutor
+    from lever_jax.execution.sql import SpiderExecutor
+
+    sleeps = {**_mbpp("t0"), "candidates": [{"program": "import time\ndef add(a, b):\n    time.sleep(30)",
+                                             "gen_logprob": -1.0}]}
+    (ran,) = _execute(tmp_path, "mbpp", [sleeps], "--timeout", "1")[0].candidates
+    assert ran.execution.status == "timeout" and ran.execution.result_text == TIMEOUT_TEXT
+    assert "wall-clock limit" in ran.execution.error
+    problem = problem_from_dict(sleeps)
+    for executor in (MBPPExecutor(), HumanEvalExecutor(), SpiderExecutor()):
+        seen = {executor.to_execution(problem, problem.candidates[0], SandboxResult("timeout", error=e)).result_text
+                for e in ("wall-clock limit of 10.0 s", "CPU limit of 10 s")}
+        assert seen == {TIMEOUT_TEXT}, (type(executor).__name__, seen)

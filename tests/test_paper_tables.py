@@ -101,7 +101,7 @@ def test_tables_rows_gains_flags_and_resume(tmp_path) -> None:
     rows = {r["ablation"]: r for r in partial["pools"]["gsm8k_code002"]["ablations"]}
     assert rows["no_exec"]["n/a"] == "not run" and "accuracy" in rows["no_program"]
     before = (tmp_path / "paper_tables.md").read_text()
-    other = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bindings=["RunConfig.folds = 3"],
+    other = pt.Tables(tmp_path, _fake_run(calls), list(POOLS), POOLS, bindings=["RunConfig.num_folds = 3"],
                       bootstrap=500, run_new=False)  # runs made with other settings are not these tables' runs
     with pytest.raises(UserError, match=r"--finished_only: .*gsm8k_code002/main: no finished run with these"):
         other.build(partial=lambda d: pt.write(tmp_path, d, "partial"))

@@ -40,3 +40,17 @@ def test_gsm8k_features_on_an_mbpp_input_fail_before_any_work(tmp_path, capsys) 
     assert "GSM8k" in lines[-1] and "mbpp" in lines[-1] and "HeadConfig.use_candidate_features = False" in lines[-1]
     assert not (out / "executed").exists() and not (out / "features").exists()
     assert not any("execut" in line for line in lines[:-1]), lines
+
+
+@pytest.mark.usefixtures("minilm_weights")
+def test_a_one_problem_file_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys) -> None:
+    """Cross-fitting scores each problem with a verifier trained on the others: a file of one problem
+    has none, which is one line and exit 2 before any fold trains (it used to be an IndexError)."""
+    monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "cache"))
+    samples = _mbpp_samples(tmp_path / "one.samples.jsonl", n=1)
+    argv = ["run", "--input", str(samples), "--out", str(tmp_path / "run"), "--no-progress",
+            "--gin_bindings", "HeadConfig.use_candidate_features = False"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("lever-jax: error: cross-fitting: fold ") and "1 problem(s) in 5 folds" in err[-1], err
+    assert "Traceback" not in "\n".join(err) and not (tmp_path / "run" / "folds").exists()

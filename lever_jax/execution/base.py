@@ -52,6 +52,13 @@ class Task:
     readable: tuple[str, ...] = ()
 
 
+TIMEOUT_TEXT = "ERROR: timeout"
+"""The result text (what the verifier reads) of every timeout, whichever limit fired: the wall clock
+or the CPU limit fires first depending on the machine's load, so naming it made the verifier's
+input, and so its training, depend on load. ``Execution.error`` keeps which limit it was. No
+executor version changes with this: timeouts are never cached (execution/cache.py)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SandboxResult:
     """Outcome of one Task. ``status`` is one of the data contract's STATUSES."""

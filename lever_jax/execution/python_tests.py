@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import plain
-from lever_jax.execution.base import SandboxResult, Task
+from lever_jax.execution.base import TIMEOUT_TEXT, SandboxResult, Task
 from lever_jax.execution.check_unroll import humaneval_tests, without_check
 from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.execution.judge import TestPlan, judge, plan_test
@@ -299,6 +299,7 @@ class _TestsExecutor:
         if result.status != "ok" or not result.value:
             error = result.error or result.status
             text = "ERROR: program is not parsable" if error.startswith("SyntaxError") else f"ERROR: {error}"
+            text = TIMEOUT_TEXT if result.status == "timeout" else text
             return Execution(status=result.status, result_key=error_key, result_text=text[:500], error=result.error,
                              correct=False, details={"tests": []})
         plans = self.plans_for(problem)[1]

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from lever_jax.data.schema import Candidate, Execution, Problem
 from lever_jax.execution import spider_match, wikitq_match
-from lever_jax.execution.base import SandboxResult, Task
+from lever_jax.execution.base import TIMEOUT_TEXT, SandboxResult, Task
 from lever_jax.data.result_keys import canonical_key, unique_error_key
 from lever_jax.data.table_render import render_table
 
@@ -214,7 +214,8 @@ def run_sql_task(payload: Mapping[str, Any]) -> dict[str, Any]:
 def _error_execution(problem: Problem, candidate: Candidate, status: str, error: str | None, details: dict[str, Any] | None = None) -> Execution:
     message = error or status
     return Execution(status=status, result_key=unique_error_key(problem.problem_id, candidate.program),
-                     result_text=_short(f"ERROR: {message}"), error=message, correct=False, details=details)
+                     result_text=TIMEOUT_TEXT if status == "timeout" else _short(f"ERROR: {message}"), error=message,
+                     correct=False, details=details)
 
 
 def _invalid_record(value: Mapping[str, Any]) -> str | None:

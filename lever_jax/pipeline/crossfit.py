@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping, Optional, Protocol, Sequence, runtime
 import numpy as np
 
 from lever_jax.data import paths
+from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import write_json, write_problems
 from lever_jax.data.schema import Problem
 from lever_jax.pipeline.run_keys import log
@@ -71,13 +72,29 @@ def cross_fit(verifier: FoldVerifier, num_folds: int, rows_of: Callable[[int], F
     """Every fold of ``range(num_folds)`` (rows from ``rows_of``) trained and scored under
     ``root/fold{f}``, finished folds read back instead of retrained."""
     ver = np.full(mask.shape, -np.inf, np.float32)
+    plan = [rows_of(fold) for fold in range(num_folds)]
+    check_folds(plan)
     seconds = []
-    for fold in range(num_folds):
+    for fold, rows in enumerate(plan):
         t = time.time()
-        rows = rows_of(fold)
-        ver[rows["heldout"]] = fold_scores(verifier, fold, rows, Path(root) / f"fold{fold}")
+        if len(rows["heldout"]):  # fewer problems than folds: an empty fold has nothing to score
+            ver[rows["heldout"]] = fold_scores(verifier, fold, rows, Path(root) / f"fold{fold}")
         seconds.append(time.time() - t)
     return CrossFit(np.where(mask, ver, -np.inf).astype(np.float32), seconds)
+
+
+def check_folds(plan: Sequence[FoldRows]) -> None:
+    """A fold that scores problems needs a verifier trained on others: one line before any training
+    (one problem cross-fitted on itself used to fail deep inside the trainer)."""
+    for fold, rows in enumerate(plan):
+        if len(rows["heldout"]) and not len(rows["train"]):
+            held = sum(len(r["heldout"]) for r in plan)
+            others = (f"its {len(rows['dev'])} other problem(s) all pick its checkpoint (RunConfig.dev_fraction)"
+                      if len(rows["dev"]) else "there is no other problem")
+            raise UserError(
+                f"cross-fitting: fold {fold} has no problem to train on ({held} problem(s) in {len(plan)} folds; "
+                f"{others}): give more problems, or train on another pool (RunConfig.protocol = 'lever' with "
+                "RunConfig.train_pool or RunConfig.train_input)")
 
 
 def fold_scores(verifier: FoldVerifier, fold: int, rows: FoldRows, fold_dir: Path) -> np.ndarray:
