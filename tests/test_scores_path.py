@@ -95,3 +95,22 @@ def test_eval_scores_are_refused_on_a_reordered_pool(tmp_path, eval_set, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"problems[{first}].candidates[0].program_digest" in err[0], err
     assert f"problem {problems[first].problem_id!r} candidate 0" in err[0] and "flipped.executed.jsonl" in err[0]
+
+
+def test_eval_reranks_once_and_writes_what_a_fresh_rerank_gives(eval_set, monkeypatch):
+    """`lever-jax eval`'s metrics and scores file share one LEVER rerank (its choice, candidate and
+    group scores); the document is the one a fresh rerank of the same scores writes."""
+    from lever_jax.rerank import scoring
+
+    ver = _verifier(eval_set)
+    aggregated: list[bool] = []
+    real = scoring.rerank
+    monkeypatch.setattr(scoring, "rerank", lambda *a, **k: aggregated.append(k.get("aggregate", True)) or real(*a, **k))
+    metrics, doc = scores_file.eval_outputs(eval_set, ver, task="fixture")
+    assert aggregated.count(True) == 1, aggregated
+    monkeypatch.undo()
+    fresh = scores_file.scores_document(eval_set.arrays, eval_set.to_rows(ver), normalize_gen=True,
+                                        metadata={"task": "fixture"})
+    assert json.dumps(doc, sort_keys=True) == json.dumps(fresh, sort_keys=True)
+    assert metrics["summing_agg_rerank_acc"] == pytest.approx(
+        np.mean([p["choice_correct"]["lever"] for p in doc["problems"]]))

@@ -33,10 +33,10 @@ import re
 import sqlite3
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from lever_jax.data import paths
 from lever_jax.data.bundled import bundled_path
 
 ARCHIVES = ("databases_dev.tar.xz", "databases_train.tar.xz")
@@ -180,12 +180,8 @@ def load_csv(conn: sqlite3.Connection, table: str, csv_text: str, where: str) ->
 def build_database(db_id: str, schema_sql: str, csv_files: dict[str, str], out_path: Path) -> dict[str, int]:
     """Write ``out_path`` atomically; returns rows per table (missing CSV -> table left empty, -1)."""
     statements, tables = translate_ddl(schema_sql)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{db_id}.", suffix=".tmp", dir=out_path.parent)
-    os.close(fd)
-    os.unlink(tmp)
     counts: dict[str, int] = {}
-    try:
+    with paths.staged(out_path) as tmp:  # an empty file: SQLite opens it as a new database
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=OFF")
@@ -204,11 +200,6 @@ def build_database(db_id: str, schema_sql: str, csv_files: dict[str, str], out_p
         finally:
             conn.close()
         os.chmod(tmp, 0o644)
-        os.replace(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return counts
 
 

@@ -30,7 +30,7 @@ from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import write_json
 from lever_jax.inputs.feeds import GOLD_DATASETS
 from lever_jax.pipeline.paper_tables_markdown import render, write
-from lever_jax.rerank import statistics
+from lever_jax.rerank.statistics import accuracy_ci, paired
 from lever_jax.rerank.table import METHODS
 
 MAIN_ROWS = (("greedy", "greedy"), ("max_gen_prob", "ML (max generation prob.)"),
@@ -107,25 +107,6 @@ class Job:
 
 
 RunFn = Callable[[Path, Sequence[str], Sequence[str]], dict[str, Any]]
-
-
-def paired(a: Sequence[Optional[float]], b: Sequence[Optional[float]], n_resamples: int) -> Optional[dict[str, float]]:
-    """Paired bootstrap of mean(a - b) over the problems where both are defined (None: neither)."""
-    both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    if not both:
-        return None
-    diff = np.array([x - y for x, y in both], np.float64)
-    ci = statistics.bootstrap_ci(diff, n_resamples=n_resamples)
-    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "problems": len(both)}
-
-
-def accuracy_ci(values: Sequence[Optional[float]], n_resamples: int) -> Optional[dict[str, float]]:
-    """Accuracy + percentile bootstrap CI over the problems where ``values`` is defined."""
-    known = np.array([v for v in values if v is not None], np.float64)
-    if not known.size:
-        return None
-    ci = statistics.bootstrap_ci(known, n_resamples=n_resamples)
-    return {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "problems": int(known.size)}
 
 
 class Tables:

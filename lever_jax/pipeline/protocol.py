@@ -68,3 +68,14 @@ def describe(protocol: str, run: dict[str, Any], train_name: str | None) -> str:
                 "scores every problem here.")
     return (f"{run['num_folds']}-fold cross-fitting (every problem scored by a verifier that never "
             "trained on it; not LEVER's train -> dev -> test protocol).")
+
+
+def scored_by(run: dict[str, Any], training: dict[str, Any]) -> str:
+    """The report's sentences on how the problems were scored: the protocol, then how many gold
+    programs trained beside the samples (LEVER's gold positives), if any."""
+    text = describe(run["protocol"], run, training["train_pool"])
+    gold = training.get("gold_rows_per_fold") or [0]
+    if not max(gold):
+        return text
+    return (text + f" Gold programs added to training as positives (LEVER's; RunConfig.add_gold): {min(gold)}"
+            + (f"-{max(gold)}" if max(gold) != min(gold) else "") + " per fold.")

@@ -13,7 +13,7 @@ Steps, each resumable (a re-run redoes nothing that is already on disk):
 4. score every candidate and rerank with the jitted scorer: the method table, computed once
    (lever_jax.rerank.report / scoring);
 5. write DIR/scores.json, DIR/metrics.json, DIR/per_problem.json, DIR/report.md and the PNG plots
-   (lever_jax.pipeline.run_report, lever_jax.rerank.plots).
+   (lever_jax.rerank.run_report, lever_jax.rerank.plots).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from lever_jax.data.arrays import CandidateArrays, problems_to_arrays
 from lever_jax.data.jsonl import write_json
 from lever_jax.data.schema import Problem
 from lever_jax.pipeline import protocol as protocols
-from lever_jax.pipeline import run_report, verifiers
+from lever_jax.pipeline import verifiers
 from lever_jax.pipeline.config_checks import check_run_config
 from lever_jax.pipeline.encoder_features import FeatureConfig
 from lever_jax.pipeline.finetune import FinetuneConfig
@@ -39,7 +39,7 @@ from lever_jax.pipeline.head import HeadConfig
 from lever_jax.pipeline.pools import POOLS, codet_per_problem, load_pool, training_view
 from lever_jax.pipeline.run_keys import log, pool_name, train_name
 from lever_jax.pipeline.training_data import TrainingView
-from lever_jax.rerank import plots, pool_rows, report, statistics
+from lever_jax.rerank import plots, pool_rows, report, run_report, statistics
 
 # The verifiers' settings keep the gin module names they have always had (gin files and the
 # operative config written to DIR/config.gin name them so).
@@ -168,7 +168,8 @@ def _write_outputs(cfg: RunConfig, problems: Sequence[Problem], arrays: Candidat
     plots.accuracy_vs_k(curves, out / "accuracy_vs_k.png", title=f"{pool_name(cfg)}: accuracy vs k")
     plots.reliability_diagram(rel, out / "reliability.png", title=f"{pool_name(cfg)}: verifier P(yes)")
     paths.write_text_atomic(out / "config.gin", gin_text or gin.operative_config_str())
-    run_report.write_report(out / "report.md", doc, table, settings, second=second)
+    run_report.write_report(out / "report.md", doc, table, protocols.scored_by(settings["run"], doc["training"]),
+                            second=second)
     return doc
 
 

@@ -79,9 +79,11 @@ def scores_document(
     use_gen_prob: bool = True,
     choices: Optional[Mapping[str, Optional[np.ndarray]]] = None,
     metadata: Optional[Mapping[str, Any]] = None,
+    reranked: Optional[scoring.RerankOutput] = None,
 ) -> dict[str, Any]:
     """The v2 scores document of a pool (see the module docstring). ``choices`` (method -> choice)
-    defaults to every method of the table."""
+    defaults to every method of the table; ``reranked``: LEVER's rerank of these scores when the
+    caller has it (its candidate and group scores are written, not computed again)."""
     if choices is None:
         choices = {k: c for k, (_, c) in table_lib.per_problem(
             arrays, verifier_logprob, normalize_gen=normalize_gen, use_gen_prob=use_gen_prob).items()}
@@ -90,8 +92,8 @@ def scores_document(
     ver = cand_scores = group_scores = None
     if verifier_logprob is not None:
         ver = np.asarray(verifier_logprob, np.float32)
-        out = scoring.rerank(gen if use_gen_prob else np.zeros_like(gen), ver, arrays.result_ids,
-                             arrays.mask, ids_are_dense=True)
+        out = reranked if reranked is not None else scoring.rerank(
+            gen if use_gen_prob else np.zeros_like(gen), ver, arrays.result_ids, arrays.mask, ids_are_dense=True)
         cand_scores, group_scores = np.asarray(out.candidate_scores), np.asarray(out.group_scores)
     problems = []
     for row, problem_id in enumerate(arrays.problem_ids):
@@ -131,11 +133,14 @@ def eval_outputs(eval_set: Any, verifier_logprob: np.ndarray, gen_normalize: Opt
     """What `lever-jax eval` writes, from one method table: (the metrics of
     :func:`compute_metrics`, the v2 scores document of the EvalSet; ``metadata``: task, step, ...)."""
     norm = _normalize_flag(gen_normalize, eval_set.dataset)
-    arrays, ver = eval_set.arrays, eval_set.to_rows(verifier_logprob)
-    found = table_lib.per_problem(arrays, ver, normalize_gen=norm == "mean")
+    arrays, ver = eval_set.arrays, np.asarray(eval_set.to_rows(verifier_logprob), np.float32)
+    gen = table_lib.gen_logprob_for_rerank(arrays, norm == "mean")
+    reranked = scoring.rerank(gen, ver, arrays.result_ids, arrays.mask, ids_are_dense=True)  # the one rerank
+    found = table_lib.per_problem(arrays, ver, normalize_gen=norm == "mean",
+                                  chosen={"lever": np.asarray(reranked.choice)})
     metrics = table_lib.lever_metrics(arrays, ver, found)
     document = scores_document(arrays, ver, normalize_gen=norm == "mean", metadata=metadata,
-                               choices={k: c for k, (_, c) in found.items()})
+                               choices={k: c for k, (_, c) in found.items()}, reranked=reranked)
     return metrics, document
 
 

@@ -2,6 +2,8 @@
 
 * :func:`accuracy` / :func:`choice_correct`: correctness of chosen candidates (choice -1 = wrong);
 * :func:`bootstrap_ci`: percentile bootstrap over problems, deterministic seed, vectorised;
+* :func:`accuracy_ci`, :func:`paired`, :func:`paired_gain`: an accuracy and a paired gain with their
+  bootstrap CIs, as the reports and tables write them;
 * :func:`accuracy_at_k`: accuracy with k samples per problem, averaged over random subsets;
 * :func:`binary_accuracy`: LEVER's ``binary_acc`` (P(yes) > threshold vs label, per problem, then
   averaged over problems);
@@ -10,7 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -19,6 +21,9 @@ __all__ = [
     "accuracy",
     "BootstrapCI",
     "bootstrap_ci",
+    "accuracy_ci",
+    "paired",
+    "paired_gain",
     "AccuracyAtK",
     "subsample_counts",
     "accuracy_at_k",
@@ -93,6 +98,32 @@ def bootstrap_ci(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return BootstrapCI(float(values.mean()), float(low), float(high), confidence, n_resamples, seed)
+
+
+def accuracy_ci(values: Sequence[Optional[float]], n_resamples: int) -> Optional[dict[str, float]]:
+    """Accuracy + percentile bootstrap CI over the problems where ``values`` is defined (None: none)."""
+    known = np.array([v for v in values if v is not None], np.float64)
+    if not known.size:
+        return None
+    ci = bootstrap_ci(known, n_resamples=n_resamples)
+    return {"accuracy": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "problems": int(known.size)}
+
+
+def paired(a: Sequence[Optional[float]], b: Sequence[Optional[float]], n_resamples: int) -> Optional[dict[str, float]]:
+    """Paired bootstrap of mean(a - b) over the problems where both are defined (None: neither)."""
+    both = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if not both:
+        return None
+    diff = np.array([x - y for x, y in both], np.float64)
+    ci = bootstrap_ci(diff, n_resamples=n_resamples)
+    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high, "problems": len(both)}
+
+
+def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n_resamples: int) -> dict[str, float]:
+    """Bootstrap CI of accuracy(choice ``a``) - accuracy(choice ``b``), resampling problems (paired)."""
+    diff = choice_correct(a, correct).astype(np.float64) - choice_correct(b, correct).astype(np.float64)
+    ci = bootstrap_ci(np.nan_to_num(diff), n_resamples=n_resamples)
+    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
 
 
 @dataclasses.dataclass(frozen=True)

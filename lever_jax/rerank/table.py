@@ -130,10 +130,12 @@ def choosers(
 
 
 def per_problem(
-    arrays: CandidateArrays, verifier_logprob: Optional[np.ndarray] = None, **options: object
+    arrays: CandidateArrays, verifier_logprob: Optional[np.ndarray] = None, *,
+    chosen: Optional[Mapping[str, np.ndarray]] = None, **options: object
 ) -> dict[str, tuple[np.ndarray, Optional[np.ndarray]]]:
     """method -> (f64[P] per-problem correctness, NaN where the method does not apply; choice),
-    in :data:`METHODS` order. Problems without candidates count as wrong."""
+    in :data:`METHODS` order. Problems without candidates count as wrong. ``chosen``: choices on
+    the whole pool a caller computed already (`lever-jax eval`'s one LEVER rerank), not recomputed."""
     found: dict[str, tuple[np.ndarray, Optional[np.ndarray]]] = {}
     rand = methods.random_expected(arrays.correct, arrays.mask, arrays.counts)
     found["random"] = (np.nan_to_num(rand, nan=0.0), None)
@@ -141,7 +143,7 @@ def per_problem(
         found["greedy"] = (arrays.greedy_correct.astype(np.float64),
                            methods.greedy(arrays.is_greedy, arrays.mask))
     for name, choose in choosers(arrays, verifier_logprob, **options).items():  # type: ignore[arg-type]
-        choice = choose(arrays.mask, arrays.counts)
+        choice = chosen[name] if chosen and name in chosen else choose(arrays.mask, arrays.counts)
         found[name] = (statistics.choice_correct(choice, arrays.correct).astype(np.float64), choice)
     return {name: found[name] for name in METHODS if name in found}
 

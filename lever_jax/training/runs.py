@@ -147,7 +147,7 @@ def evaluate(
     write, atomically, the scores file (`output`, default OUTPUT_DIR/<task>.scores.json; per problem
     every candidate's gen_logprob, verifier_logprob, group, final score and every method's choice:
     the schema `lever-jax rerank --verifier-scores` reads) and the metrics next to it
-    (<name>.metrics.json). The input is read once and the method table computed once.
+    (<name>.metrics.json). The input is read once, the method table computed once and LEVER's rerank done once.
     `optimizer` must match training's (it shapes the restored state): use the same gin files."""
     from lever_jax.data.jsonl import write_json
     from lever_jax.rerank.scores_file import default_gen_normalize, eval_outputs

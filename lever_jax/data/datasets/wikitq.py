@@ -26,6 +26,7 @@ import unicodedata
 from pathlib import Path
 from typing import Sequence
 
+from lever_jax.data import paths
 from lever_jax.data.bundled import bundled_path
 from lever_jax.data.jsonl import DataFileError, iter_json_lines, open_text
 from lever_jax.data.schema import Problem
@@ -116,10 +117,9 @@ def unpack_table_bundle(bundle: str, root: Path | None = None, subdir: str | Non
             handle = tar.extractfile(member) if member.isfile() else None
             if handle is None or not name.endswith(".db") or not _TABLE_ID.match(name[:-3]):
                 continue
-            tmp = out_dir / f".{name}.tmp"
-            tmp.write_bytes(handle.read())
-            os.chmod(tmp, mode)
-            os.replace(tmp, out_dir / name)
+            with paths.staged(out_dir / name) as tmp:
+                Path(tmp).write_bytes(handle.read())
+                os.chmod(tmp, mode)
             count += 1
     for path in (root, out_dir):
         os.chmod(path, 0o755)

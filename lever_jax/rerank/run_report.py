@@ -1,5 +1,6 @@
 """What `lever-jax run` writes about a finished run: metrics.json's verifier block, per_problem.json
-and report.md (the method table, paired gains, which protocol scored the problems, versions)."""
+and report.md (the method table, paired gains, how the problems were scored, versions). The run
+(lever_jax.pipeline) says in words how it scored the problems; nothing here imports the pipeline."""
 from __future__ import annotations
 
 import datetime
@@ -11,8 +12,8 @@ import numpy as np
 
 from lever_jax.data import paths
 from lever_jax.data.arrays import CandidateArrays
-from lever_jax.pipeline import protocol as protocols
 from lever_jax.rerank import report, statistics
+from lever_jax.rerank.statistics import paired_gain
 
 
 def versions() -> dict[str, str]:
@@ -25,14 +26,6 @@ def versions() -> dict[str, str]:
         except md.PackageNotFoundError:
             pass
     return out
-
-
-def paired_gain(a: np.ndarray, b: np.ndarray, correct: np.ndarray, n: int) -> dict[str, float]:
-    """Bootstrap CI of accuracy(a) - accuracy(b), resampling problems (paired)."""
-    diff = (statistics.choice_correct(a, correct).astype(np.float64)
-            - statistics.choice_correct(b, correct).astype(np.float64))
-    ci = statistics.bootstrap_ci(np.nan_to_num(diff), n_resamples=n)
-    return {"gain": ci.mean, "ci_low": ci.low, "ci_high": ci.high}
 
 
 def verifier_summary(table: dict, headline: str, arrays: CandidateArrays, ver: np.ndarray, rel: Any,
@@ -71,24 +64,14 @@ def per_problem_doc(arrays: CandidateArrays, table: dict, codet: Optional[np.nda
             "methods": {k: [None if np.isnan(x) else float(x) for x in v] for k, v in values.items()}}
 
 
-def _gold_sentence(training: dict[str, Any]) -> str:
-    """How many gold programs trained beside the samples (LEVER's gold positives), if any."""
-    gold = training.get("gold_rows_per_fold") or [0]
-    if not max(gold):
-        return ""
-    return (f" Gold programs added to training as positives (LEVER's; RunConfig.add_gold): {min(gold)}"
-            + (f"-{max(gold)}" if max(gold) != min(gold) else "") + " per fold.")
-
-
-def write_report(path: Path, doc: dict[str, Any], table: dict, settings: dict[str, Any],
-                 second: Optional[dict] = None) -> None:
-    """report.md: the method table, the paired gains, how problems were scored, command and versions."""
+def write_report(path: Path, doc: dict[str, Any], table: dict, scored_by: str, second: Optional[dict] = None) -> None:
+    """report.md: the method table, the paired gains, ``scored_by`` (how the run scored the problems:
+    its protocol, its training rows), command and versions."""
     v = doc["verifier"]
     lines = [f"# LEVER end-to-end run: {doc['pool']}" + (f" (ablation: {doc['ablation']})"
                                                           if doc["ablation"] != "none" else ""), "",
              f"{doc['problems']} problems, {doc['samples']} samples, {doc['distinct_programs']} distinct programs; "
-             + protocols.describe(settings["run"]["protocol"], settings["run"], doc["training"]["train_pool"])
-             + _gold_sentence(doc["training"]), "",
+             + scored_by, "",
              report.format_table(table)]
     if "codet_dual_agreement" in v:
         c = v["codet_dual_agreement"]
