@@ -20,7 +20,7 @@ import numpy as np
 
 from lever_jax.inputs import serialize
 from lever_jax.data import bundled_path, read_problems
-from lever_jax.pipeline.encoder_features import FeatureConfig, FrozenEncoder, program_text
+from lever_jax.pipeline.encoder_features import FeatureConfig, FrozenEncoder, encoder_program_text
 
 
 def main() -> int:
@@ -43,7 +43,7 @@ def main() -> int:
     print("question", pct([len(x) for x in tok.encode_batch([p.question for p in probs])]))
     print("program", pct([len(x) for x in tok.encode_batch([c.program for p in probs for c in p.candidates])]))
     print("program without comments", pct([len(x) for x in tok.encode_batch(
-        [program_text(p, c, True) for p in probs for c in p.candidates])]))
+        [encoder_program_text(p, c, True) for p in probs for c in p.candidates])]))
     print("result", pct([len(x) for x in tok.encode_batch(
         [c.execution.result_text for p in probs for c in p.candidates])]))
     for layers in args.layers:

@@ -17,7 +17,7 @@ from tempfile import TemporaryDirectory
 import numpy as np
 
 from lever_jax.inputs import get_vocabulary
-from lever_jax.pipeline.encoder_features import program_text, result_text
+from lever_jax.pipeline.encoder_features import encoder_program_text, result_text
 from lever_jax.pipeline import RunConfig, load_pool
 
 
@@ -44,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cands = [(p, c) for p in problems for c in p.candidates]
     print(describe("question", lengths([p.question for p in problems]), args.question_len))
-    print(describe("program, comments stripped", lengths({program_text(p, c, True) for p, c in cands}),
+    print(describe("program, comments stripped", lengths({encoder_program_text(p, c, True) for p, c in cands}),
                    args.program_len))
-    print(describe("program, as sampled", lengths({program_text(p, c, False) for p, c in cands}), args.program_len))
+    print(describe("program, as sampled", lengths({encoder_program_text(p, c, False) for p, c in cands}),
+                   args.program_len))
     print(describe("execution result", lengths({result_text(c) for _, c in cands}), args.result_len))
     return 0
 

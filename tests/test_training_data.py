@@ -11,7 +11,7 @@ from lever_jax.data.arrays import problems_to_arrays
 from lever_jax.data.errors import UserError
 from lever_jax.data.folds import assign_folds, fold_rows
 from lever_jax.data.schema import Candidate, Execution, Problem
-from lever_jax.pipeline.training_data import (GOLD_ID_PREFIX, TRAIN_ID_PREFIX, build_view, nested_rank,
+from lever_jax.pipeline.training_data import (GOLD_ID_PREFIX, TRAIN_ID_PREFIX, build_training_view, nested_rank,
                                               with_gold_rows)
 
 
@@ -28,7 +28,7 @@ def _problems(n: int, dataset: str = "gsm8k", tag: str = "a", start: int = 0) ->
 def _view(problems, **kw):
     arrays = problems_to_arrays(problems)
     folds = assign_folds(arrays.problem_ids, 5, 0)
-    return build_view(problems, arrays, folds, 0, **kw), folds
+    return build_training_view(problems, arrays, folds, 0, **kw), folds
 
 
 def test_default_view_is_the_default_fold_rows() -> None:

@@ -110,7 +110,7 @@ def test_checker_choice(table_db) -> None:
 
 
 def test_bundled_pool_counts_and_log_probs() -> None:
-    problems = pool.load_pool()
+    problems = pool.load_binder_pool()
     assert len(problems) == 94
     candidates = [c for p in problems for c in p.candidates]
     assert len(candidates) == 742 and sum(c.count for c in candidates) == 1880
@@ -127,7 +127,7 @@ def test_execution_agrees_with_recorded_answers_on_the_first_problems(tmp_path) 
     recorded = {o["problem_id"]: o["answers"] for _, o in
                 iter_json_lines(bundled_path("wikitq_binder", "recorded_answers.jsonl.gz"))}
     checked = 0
-    for problem in pool.load_pool()[:8]:
+    for problem in pool.load_binder_pool()[:8]:
         db = pool.ensure_binder_db(problem.context["table_id"], tmp_path)
         for cand, answers in zip(problem.candidates, recorded[problem.problem_id]):
             if binder_sql.has_neural_call(cand.program):

@@ -329,7 +329,7 @@ def bind_into(root: str, path: str, dev: bool = False, at: str | None = None) ->
     return _bind_ro(path, target, dev)
 
 
-def build_view(root: str, places: dict[str, str], uid: int | None = None) -> bool:
+def build_sandbox_view(root: str, places: dict[str, str], uid: int | None = None) -> bool:
     """Make ``root`` (an empty directory) the task's whole file system: a fresh tmpfs holding
     read-only binds of the system directories, a few /etc files, /dev's harmless devices and
     ``places`` (host path -> its path in the view: interpreter, package, databases), plus empty

@@ -1,6 +1,6 @@
 """What a sandboxed task sees of the host's files, and where (the layout of the mount view).
 
-The view (``isolation.build_view``) shows the system directories, the interpreter (its prefixes,
+The view (``isolation.build_sandbox_view``) shows the system directories, the interpreter (its prefixes,
 standard library, site directories and the site-packages their ``.pth`` files add), this package
 and the sandbox's read-only inputs -- never
 the directory lever-jax was started from, nor any other ``sys.path`` entry (a user's project on

@@ -124,7 +124,7 @@ class Worker:
         if p["mount_namespace"] and "mount_view" not in off:
             view = tempfile.mkdtemp(prefix="lever-view-")
             layout = Layout.for_view(shown)
-            if isolation.build_view(view, layout.places, self.uid if isolation.is_root() else None):
+            if isolation.build_sandbox_view(view, layout.places, self.uid if isolation.is_root() else None):
                 self.view, self.layout = view, layout
                 self.relocation = layout.relocation(sandbox_paths.spellings())
             else:

@@ -57,7 +57,7 @@ class FeatureConfig:
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def program_text(problem: Problem, candidate: Candidate, strip_comments: bool = False) -> str:
+def encoder_program_text(problem: Problem, candidate: Candidate, strip_comments: bool = False) -> str:
     """The program segment (optionally without comment-only lines)."""
     text = candidate.program
     if strip_comments:
@@ -190,7 +190,7 @@ def pool_features(problems: Sequence[Problem], width: int, config: FeatureConfig
 
     questions = [p.question for p in problems]
     slots = [(b, n) for b, p in enumerate(problems) for n in range(min(len(p.candidates), width))]
-    programs = [program_text(problems[b], problems[b].candidates[n], config.strip_comments) for b, n in slots]
+    programs = [encoder_program_text(problems[b], problems[b].candidates[n], config.strip_comments) for b, n in slots]
     results = [result_text(problems[b].candidates[n]) for b, n in slots]
     q = encode_cached(factory, config, "question", questions, config.question_len, "head", cache_dir, progress)
     r = encode_cached(factory, config, "result", results, config.result_len, "tail", cache_dir, progress)

@@ -23,7 +23,7 @@ from lever_jax.data.schema import Problem
 from lever_jax.inputs.packing import bucket
 from lever_jax.models.configs import encoder_config
 from lever_jax.models.encoder import EncoderClassifier
-from lever_jax.pipeline.encoder_features import program_text, result_text, segment_tokens
+from lever_jax.pipeline.encoder_features import encoder_program_text, result_text, segment_tokens
 
 if TYPE_CHECKING:
     from lever_jax.pipeline.finetune import FinetuneConfig
@@ -146,7 +146,7 @@ def pool_states(problems: Sequence[Problem], width: int, config: FinetuneConfig,
     texts: dict[str, dict[str, int]] = {part: {} for part in PARTS[1:]}
     for b, p in enumerate(problems):
         for n, c in enumerate(p.candidates[:width]):
-            for part, text in (("program", program_text(p, c, config.strip_comments)),
+            for part, text in (("program", encoder_program_text(p, c, config.strip_comments)),
                                ("result", result_text(c))):
                 index[part][b, n] = texts[part].setdefault(text, len(texts[part]))
     q = cached_states(config, "question", [p.question for p in problems], config.question_len, "head",

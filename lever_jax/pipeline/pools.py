@@ -19,7 +19,7 @@ from lever_jax.data.schema import Problem
 from lever_jax.execution.context_ids import check_context_ids
 from lever_jax.pipeline import protocol as protocols
 from lever_jax.pipeline.run_keys import log, train_name
-from lever_jax.pipeline.training_data import TrainingView, build_view, with_gold_rows
+from lever_jax.pipeline.training_data import TrainingView, build_training_view, with_gold_rows
 from lever_jax.rerank import methods
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def training_view(cfg: RunConfig, problems: Sequence[Problem], arrays: Candidate
         else:
             what, how = "extra training data: the verifier also trains on", "same folds by problem id"
         log(f"{what} {train_name(cfg)} ({len(train)} problems; {how})")
-    view = build_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, train_name(cfg) or "",
+    view = build_training_view(problems, arrays, folds, cfg.fold_seed, cfg.train_problems, train, train_name(cfg) or "",
                       cfg.train_pool_mode)
     return with_gold_rows(view, _gold_rows(cfg, view.problems)) if cfg.add_gold else view
 

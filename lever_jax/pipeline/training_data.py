@@ -114,7 +114,7 @@ def nested_rank(problem_ids: Sequence[str], seed: int) -> np.ndarray:
     return rank
 
 
-def build_view(problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray, seed: int,
+def build_training_view(problems: Sequence[Problem], arrays: CandidateArrays, folds: np.ndarray, seed: int,
                train_problems: Optional[int] = None, train_pool: Optional[Sequence[Problem]] = None,
                train_pool_name: str = "", train_pool_mode: str = "replace") -> TrainingView:
     """The view of the evaluated ``problems`` (sorted by id, aligned with ``arrays`` / ``folds``)

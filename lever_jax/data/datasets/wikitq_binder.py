@@ -57,7 +57,7 @@ def ensure_binder_db(table_id: str, root: Path | None = None) -> Path:
     return path
 
 
-def load_pool() -> list[Problem]:
+def load_binder_pool() -> list[Problem]:
     """The pool with its candidates (no execution)."""
     return list(read_problems(bundled_path(BUNDLE, SAMPLES, must_exist=True)))
 
@@ -68,7 +68,7 @@ def load_problems(split: str, variant: str | None = None) -> list[Problem]:
         raise ValueError(f"wikitq_binder has no split {split!r}; splits: {', '.join(SPLITS)}")
     if variant is not None:
         raise ValueError(f"wikitq_binder has no variant {variant!r}")
-    return [p.replace(candidates=()) for p in load_pool()]
+    return [p.replace(candidates=()) for p in load_binder_pool()]
 
 
 def gold_program(problem: Problem) -> str | None:
