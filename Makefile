@@ -34,6 +34,7 @@ demo: $(INSTALLED)
 	$(BIN)/lever-jax run --gin_file gin_configs/runs/demo.gin --out results/demo
 
 # PYTEST_FLAGS: extra pytest flags, e.g. `make test PYTEST_FLAGS=--durations=30` (where the time goes)
+# or `PYTEST_FLAGS="-n 2"` (pytest-xdist: two workers; CI runs the suite in one process)
 test: $(TEST_INSTALLED)
 	$(BIN)/python -m pytest -q $(PYTEST_FLAGS) tests
 

