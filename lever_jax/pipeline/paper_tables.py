@@ -24,8 +24,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
-
 from lever_jax.data.errors import UserError
 from lever_jax.data.jsonl import write_json
 from lever_jax.inputs.feeds import GOLD_DATASETS
