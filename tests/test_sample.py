@@ -181,3 +181,38 @@ def test_bench_sample_dry_run(tiny_model: str, tmp_path: Path) -> None:
     assert all(arm["tokens"] > 0 for arm in report["arms"].values())
     assert report["arms"]["lever_jax_sample"]["tokens"] <= 2 * 2 * 8
     assert report["ratio_vs_batched"] > 0 and report["ratio_vs_sequential"] > 0
+
+
+def test_a_blank_completion_without_log_probs_is_redrawn_with_the_next_seed() -> None:
+    """llama.cpp answers a completion whose stop string begins in its first token with a blank text
+    and no log-probs (seen on Spider dev: it stopped a 268-problem run). Such a sample is drawn again
+    with seed + 1, + 2, ... (deterministic, so a resumed run redraws the same); a greedy decode that
+    stays blank is the empty program with no tokens; other replies without log-probs stay an error."""
+    from lever_jax.sampling.backends import BlankCompletion, Request, SamplingError, parse_choice
+    from lever_jax.sampling.pool import BLANK_REDRAWS, complete_redrawing_blanks
+
+    with pytest.raises(BlankCompletion):
+        parse_choice({"text": " ", "logprobs": None, "finish_reason": "stop"}, "llama.cpp")
+    with pytest.raises(SamplingError, match="carries no token log-probs") as err:
+        parse_choice({"text": "SELECT 1", "logprobs": None}, "llama.cpp")
+    assert not isinstance(err.value, BlankCompletion)
+
+    class Blank:
+        def __init__(self, blank_seeds: set[int]) -> None:
+            self.blank_seeds, self.seeds = blank_seeds, []
+
+        def complete(self, request: Request):
+            self.seeds.append(request.seed)
+            if request.seed in self.blank_seeds or request.temperature == 0.0:
+                return parse_choice({"text": "\n", "logprobs": None, "finish_reason": "stop"}, "fake")
+            return parse_choice({"text": "x", "logprobs": {"tokens": ["x"], "token_logprobs": [-0.5]}}, "fake")
+
+    sampled = Request("p", ("\n\n",), 8, 0.6, 1.0, 41)
+    backend = Blank({41, 42})
+    assert complete_redrawing_blanks(backend, sampled).token_logprobs == (-0.5,) and backend.seeds == [41, 42, 43]
+    backend = Blank({41})
+    assert complete_redrawing_blanks(backend, sampled).text == "x" and backend.seeds == [41, 42]
+    greedy = complete_redrawing_blanks(Blank(set()), Request("p", ("\n\n",), 8, 0.0, 1.0, 0))
+    assert (greedy.text, greedy.tokens) == ("", ())
+    with pytest.raises(SamplingError, match="blank completions in a row"):
+        complete_redrawing_blanks(Blank(set(range(41, 41 + BLANK_REDRAWS + 1))), sampled)

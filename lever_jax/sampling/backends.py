@@ -30,6 +30,11 @@ class SamplingError(UserError):
     """A user-fixable sampling problem (one line, exit 2)."""
 
 
+class BlankCompletion(SamplingError):
+    """A whitespace-only completion that kept no token (its stop string began in the first token):
+    llama.cpp reports no log-probs for it, so its probability is unknown (the sampler redraws it)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Completion:
     """One decoded sequence: ``text`` (already cut at the stop) and its tokens' log-probs."""
@@ -92,6 +97,8 @@ def parse_choice(choice: Mapping[str, Any], where: str) -> Completion:
     if not isinstance(text, str):
         raise SamplingError(f"{where}: the reply has no completion text")
     if not isinstance(logprobs, Mapping):
+        if not text.strip():
+            raise BlankCompletion(f"{where}: a blank completion without token log-probs")
         raise SamplingError(f"{where}: the reply carries no token log-probs (the server must support "
                             "'logprobs' on /v1/completions)")
     if isinstance(logprobs.get("content"), list):

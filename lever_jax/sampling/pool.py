@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 from lever_jax.data.importers.completions import candidate_from_choice
 from lever_jax.data.importers.merge import merge_candidates
 from lever_jax.data.schema import Candidate, Problem
-from lever_jax.sampling.backends import Backend, Completion, Request
+from lever_jax.sampling.backends import Backend, BlankCompletion, Completion, Request, SamplingError
 from lever_jax.sampling.journal import Entry, Journal
 from lever_jax.sampling.settings import SampleSettings, journal_key, sample_seed
 
@@ -61,6 +61,23 @@ def requests_for(record: PromptRecord, settings: SampleSettings) -> list[Request
     if settings.greedy:
         out.append(Request(record.prompt, record.stop, settings.max_tokens, 0.0, 1.0, settings.seed))
     return out
+
+
+BLANK_REDRAWS = 8  # a blank completion without log-probs is drawn again, up to this many times
+
+
+def complete_redrawing_blanks(backend: Backend, request: Request) -> Completion:
+    """``backend.complete(request)``; a :class:`BlankCompletion` (no program, no probability) is drawn
+    again with the next seeds (``seed + k``, so a resumed run redraws the same), and a greedy decode
+    that stays blank is kept as the empty program with no tokens."""
+    for k in range(BLANK_REDRAWS + 1):
+        try:
+            return backend.complete(dataclasses.replace(request, seed=(request.seed + k) & 0x7FFFFFFF))
+        except BlankCompletion:
+            if request.temperature == 0.0:
+                return Completion("", (), (), "stop")
+    raise SamplingError(f"{BLANK_REDRAWS + 1} blank completions in a row for one sample (seed {request.seed}): "
+                        "the prompt or the stop strings leave the model nothing to write")
 
 
 def to_candidate(completion: Completion, record: PromptRecord, source: str, strip_fences: bool) -> Candidate:
@@ -113,7 +130,8 @@ class Sampler:
                 key = self.key(record)
                 futures = None
                 if self.journal.get(key) is None:
-                    futures = [pool.submit(self.backend.complete, r) for r in requests_for(record, self.settings)]
+                    futures = [pool.submit(complete_redrawing_blanks, self.backend, r)
+                               for r in requests_for(record, self.settings)]
                 pending.append(_Pending(record, key, futures, time.perf_counter()))
                 while len(pending) > window or (pending and pending[0].futures is None):
                     yield self._finish(pending.popleft(), started)
