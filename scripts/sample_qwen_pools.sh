@@ -21,12 +21,19 @@ sample() {  # sample OUTPUT ARGS...
 sample "$DIR/mbpp_test.samples.jsonl.gz" --dataset mbpp --split test
 sample "$DIR/mbpp_train.samples.jsonl.gz" --dataset mbpp --split train
 sample "$DIR/spider_dev.samples.jsonl.gz" --dataset spider --split dev
-# A seeded subset of Spider train (the same 1,000 problems on every run: random.Random(0)).
-"$LEVER" prompts --dataset spider --split train --output "$DIR/spider_train.prompts.jsonl"
-python3 - "$DIR/spider_train.prompts.jsonl" "$DIR/spider_train_1000.prompts.jsonl" <<'PY'
+# A seeded subset of Spider train (the same 1,000 problems on every run: random.Random(0)); its
+# prompts (45 MB for all of train) stay outside the package, in WORK (default .cache/).
+WORK="${WORK:-.cache/sample_qwen_pools}"
+mkdir -p "$WORK"
+"$LEVER" prompts --dataset spider --split train --output "$WORK/spider_train.prompts.jsonl"
+python3 - "$WORK/spider_train.prompts.jsonl" "$WORK/spider_train_1000.prompts.jsonl" <<'PY'
 import random, sys
 lines = [l for l in open(sys.argv[1], encoding="utf-8") if l.strip()]
 keep = sorted(random.Random(0).sample(range(len(lines)), 1000))
 open(sys.argv[2], "w", encoding="utf-8").writelines(lines[i] for i in keep)
 PY
-sample "$DIR/spider_train_1000.samples.jsonl.gz" --input "$DIR/spider_train_1000.prompts.jsonl" --split train
+# Spider prompts are ~1,700 tokens and consecutive train problems rarely share a database, so each
+# problem's 5 samples are one request with 5 choices (--shared-prefill: the prompt's tail is
+# prefilled once, not once per slot), with 6 slots for them and the greedy decode.
+COMMON+=(--shared-prefill --parallel 6)
+sample "$DIR/spider_train_1000.samples.jsonl.gz" --input "$WORK/spider_train_1000.prompts.jsonl" --split train

@@ -137,6 +137,62 @@ def test_server_backend_on_llamacpp_http_listener(tiny_model: str, tmp_path: Pat
     assert all(math.isfinite(c.gen_logprob) and c.num_tokens for p in problems for c in p.candidates)
 
 
+def test_shared_prefill_one_request_per_problem_on_both_backends(tiny_model: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``--shared-prefill``: the n samples come back from one request with n choices (llama.cpp
+    prefills the prompt once), with the same file contract, and never reuse the journal of the
+    one-request-per-sample settings (a different key)."""
+    from lever_jax.sampling.backends import LlamaCppBackend
+
+    out = tmp_path / "shared.jsonl"
+    assert _sample(tiny_model, out, "--limit", "2", "--n", "3", "--parallel", "4", "--shared-prefill") == 0
+    assert _summary(capsys)["sequences_decoded"] == 2 * 4
+    sums = _journal_sums(Path(f"{out}.journal.jsonl"))
+    for problem in read_problems(out):
+        assert sum(c.count for c in problem.candidates) == 3 and problem.greedy is not None
+        for cand in problem.candidates:
+            assert any(math.isclose(cand.gen_logprob, s, abs_tol=1e-9) for s in sums[problem.problem_id])
+    # the same journal under the plain settings: nothing reused
+    assert _sample(tiny_model, out, "--limit", "2", "--n", "3", "--parallel", "4",
+                   "--journal", f"{out}.journal.jsonl") == 0
+    assert _summary(capsys)["from_journal"] == 0
+    served = LlamaCppBackend(tiny_model, threads=1, parallel=4)
+    try:
+        via_http = tmp_path / "shared_http.jsonl"
+        assert main(["sample", *MBPP, "--limit", "2", "--server", served.url, "--server-extra",
+                     '{"top_k": 0, "min_p": 0}', "--parallel", "4", "--n", "3", "--max-tokens", "12",
+                     "--shared-prefill", "--output", str(via_http)]) == 0
+    finally:
+        served.close()
+    assert _summary(capsys)["sequences_decoded"] == 2 * 4
+    assert all(sum(c.count for c in p.candidates) == 3 for p in read_problems(via_http))
+
+
+def test_shared_prefill_asks_once_and_redraws_a_blank_choice_alone() -> None:
+    from lever_jax.data.schema import Problem
+    from lever_jax.sampling.backends import Completion, Request
+    from lever_jax.sampling.pool import PromptRecord, complete_shared_prefill
+    from lever_jax.sampling.settings import SampleSettings, sample_seed
+
+    class Fake:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, int, int]] = []
+
+        def complete(self, request: Request) -> Completion:
+            self.calls.append(("one", request.seed, 1))
+            return Completion("redrawn", ("r",), (-1.0,), "stop")
+
+        def complete_choices(self, request: Request, n: int) -> list[Completion | None]:
+            self.calls.append(("many", request.seed, n))
+            return [Completion(f"s{i}", ("t",), (-0.5,), "stop") if i != 1 else None for i in range(n)]
+
+    record = PromptRecord(Problem("p1", "mbpp", "q", {}, None, ()), "prompt", ("\n",))
+    backend = Fake()
+    got = complete_shared_prefill(backend, record, SampleSettings(n=3))
+    assert [c.text for c in got] == ["s0", "redrawn", "s2"]
+    assert backend.calls == [("many", sample_seed(0, "p1", 0), 3), ("one", sample_seed(0, "p1", 1) + 1, 1)]
+
+
 @pytest.mark.parametrize("case", ["missing", "corrupt", "not_gguf", "hash", "server_down", "bad_flag", "both",
                                   "unknown_problem"])
 def test_user_errors_are_one_line_exit_2(case: str, tiny_model: str, tmp_path: Path,

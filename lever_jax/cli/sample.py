@@ -62,6 +62,9 @@ def register(subparsers: Any) -> None:
     dec.add_argument("--seed", type=int, default=0)
     dec.add_argument("--parallel", type=int, default=1, help="sequences decoded at once (default 1)")
     dec.add_argument("--no-greedy", action="store_true", help="skip the temperature-0 decode")
+    dec.add_argument("--shared-prefill", action="store_true",
+                     help="ask for a problem's --n samples in one request with n choices: the prompt is "
+                          "prefilled once and shared (give --parallel >= n + 1; not bit-reproducible)")
     dec.add_argument("--fences", choices=("keep", "strip"), default="keep",
                      help="'strip' keeps the first ```-fenced block of a reply (chat-tuned models)")
     out = p.add_argument_group("output")
@@ -183,7 +186,7 @@ def _sample(args: argparse.Namespace, input_path: str | None) -> int:
     settings = SampleSettings(
         n=args.n or DEFAULT_SAMPLES, temperature=args.temperature or LEVER_TEMPERATURE, top_p=args.top_p,
         max_tokens=args.max_tokens or DEFAULT_MAX_TOKENS.get(dataset, 256), seed=args.seed,
-        greedy=not args.no_greedy)
+        greedy=not args.no_greedy, shared_prefill=args.shared_prefill)
     journal = Journal(args.journal or f"{args.output}.journal.jsonl")
     backend = build_backend(args)
     bar = progress_bar(total=len(records), desc=f"sample {dataset}", unit="problem", file=sys.stderr)

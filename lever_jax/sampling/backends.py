@@ -80,6 +80,11 @@ class Backend(Protocol):
 
     def complete(self, request: Request) -> Completion: ...
 
+    def complete_choices(self, request: Request, n: int) -> list[Completion | None]:
+        """``n`` samples of one prompt in one request (the server prefills the prompt once); a
+        blank choice without log-probs is None (the sampler redraws it alone)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -111,6 +116,20 @@ def parse_choice(choice: Mapping[str, Any], where: str) -> Completion:
     if len(values) != len(tokens) or any(v is None or not math.isfinite(float(v)) for v in values):
         raise SamplingError(f"{where}: token log-probs missing or not finite")
     return Completion(text, tokens, tuple(float(v) for v in values), choice.get("finish_reason"))
+
+
+def parse_choices(choices: Any, n: int, where: str) -> list[Completion | None]:
+    """The ``n`` choices of one reply, in ``index`` order; a blank one without log-probs is None."""
+    if not isinstance(choices, list) or len(choices) != n:
+        got = len(choices) if isinstance(choices, list) else 0
+        raise SamplingError(f"{where}: asked for n={n} choices, the reply has {got}")
+    out: list[Completion | None] = []
+    for choice in sorted(choices, key=lambda c: int(c.get("index", 0)) if isinstance(c, Mapping) else 0):
+        try:
+            out.append(parse_choice(choice, where))
+        except BlankCompletion:
+            out.append(None)
+    return out
 
 
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
@@ -168,14 +187,22 @@ class LlamaCppBackend:
         self.parallel = parallel
         self.url = str(self._server.listening_address)
 
-    def complete(self, request: Request) -> Completion:
+    def _choices(self, request: Request, n: int) -> list[Any]:
         body = {"prompt": request.prompt, "max_tokens": request.max_tokens, "temperature": request.temperature,
                 "top_p": request.top_p, "top_k": 0, "min_p": 0.0, "seed": request.seed, "logprobs": 1,
-                "stop": list(request.stop), "n": 1, "cache_prompt": True}
+                "stop": list(request.stop), "n": n, "cache_prompt": True}
         reply = self._server.handle_completions(body)
         if not isinstance(reply, Mapping) or "error" in reply or not reply.get("choices"):
             raise RuntimeError(f"llama.cpp returned an error: {json.dumps(reply)[:300]}")
-        return parse_choice(reply["choices"][0], "llama.cpp")
+        return reply["choices"]
+
+    def complete(self, request: Request) -> Completion:
+        return parse_choice(self._choices(request, 1)[0], "llama.cpp")
+
+    def complete_choices(self, request: Request, n: int) -> list[Completion | None]:
+        """One request with ``n`` choices: llama.cpp prefills the prompt once and copies its KV
+        cache to the other slots (``parallel`` must be >= n for them to decode together)."""
+        return parse_choices(self._choices(request, n), n, "llama.cpp")
 
     def close(self) -> None:
         self.__dict__.pop("_server", None)
@@ -225,15 +252,22 @@ class ServerBackend:
             raise SamplingError(f"--server {self._base}: /models lists no model; pass --server-model")
         return str(models[0].get("id"))
 
-    def complete(self, request: Request) -> Completion:
+    def _choices(self, request: Request, n: int) -> list[Any]:
         body = {"model": self._model, "prompt": request.prompt, "max_tokens": request.max_tokens,
                 "temperature": request.temperature, "top_p": request.top_p, "seed": request.seed,
-                "logprobs": 1, "stop": list(request.stop), "n": 1, **self._extra}
+                "logprobs": 1, "stop": list(request.stop), "n": n, **self._extra}
         reply = self._call("/completions", body)
         choices = reply.get("choices") if isinstance(reply, Mapping) else None
         if not choices:
             raise SamplingError(f"--server {self._base}/completions: the reply has no choices")
-        return parse_choice(choices[0], f"--server {self._base}/completions")
+        return choices
+
+    def complete(self, request: Request) -> Completion:
+        return parse_choice(self._choices(request, 1)[0], f"--server {self._base}/completions")
+
+    def complete_choices(self, request: Request, n: int) -> list[Completion | None]:
+        """One request with ``n`` choices (vLLM and llama.cpp's server share the prompt's prefill)."""
+        return parse_choices(self._choices(request, n), n, f"--server {self._base}/completions")
 
     def close(self) -> None:
         pass

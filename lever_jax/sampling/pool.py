@@ -1,7 +1,8 @@
 """Prompts -> a pool of candidate programs: the sampler behind ``lever-jax sample``.
 
-Per problem: ``settings.n`` samples (each with its own seed, :func:`settings.sample_seed`) and, with
-``settings.greedy``, one temperature-0 decode. Requests of several problems are in flight at once
+Per problem: ``settings.n`` samples (each with its own seed, :func:`settings.sample_seed`; with
+``settings.shared_prefill`` one request with n choices) and, with ``settings.greedy``, one
+temperature-0 decode. Requests of several problems are in flight at once
 (``backend.parallel``) so that llama.cpp's slots stay full; a problem is journaled when all its
 sequences are back, and problems come out in input order.
 
@@ -80,6 +81,28 @@ def complete_redrawing_blanks(backend: Backend, request: Request) -> Completion:
                         "the prompt or the stop strings leave the model nothing to write")
 
 
+def complete_shared_prefill(backend: Backend, record: PromptRecord, settings: SampleSettings) -> list[Completion]:
+    """The ``settings.n`` samples of one problem as one request with n choices (seeded with sample
+    0's seed); a blank choice is drawn again alone, as :func:`complete_redrawing_blanks` would."""
+    requests = requests_for(record, dataclasses.replace(settings, greedy=False))
+    choices = backend.complete_choices(requests[0], settings.n)
+    return [c if c is not None else complete_redrawing_blanks(backend, dataclasses.replace(r, seed=r.seed + 1))
+            for c, r in zip(choices, requests)]
+
+
+def _submit(pool: ThreadPoolExecutor, backend: Backend, record: PromptRecord,
+            settings: SampleSettings) -> list[Future[list[Completion]]]:
+    """Futures of one problem's completions: the samples (one request each, or one shared-prefill
+    request), then the greedy decode."""
+    requests = requests_for(record, settings)
+    if settings.shared_prefill and settings.n > 1:
+        futures = [pool.submit(complete_shared_prefill, backend, record, settings)]
+        requests = requests[settings.n:]
+    else:
+        futures = []
+    return futures + [pool.submit(lambda r: [complete_redrawing_blanks(backend, r)], r) for r in requests]
+
+
 def to_candidate(completion: Completion, record: PromptRecord, source: str, strip_fences: bool) -> Candidate:
     is_full_program = record.problem.dataset == "humaneval"
     prefix = str(record.problem.context.get("prompt", "")) if is_full_program else ""
@@ -99,7 +122,7 @@ def problem_from_entry(entry: Entry, record: PromptRecord, source: str, strip_fe
 class _Pending:
     record: PromptRecord
     key: str
-    futures: list[Future[Completion]] | None  # None: the journal has it
+    futures: list[Future[list[Completion]]] | None  # None: the journal has it
     submitted: float
 
 
@@ -130,8 +153,7 @@ class Sampler:
                 key = self.key(record)
                 futures = None
                 if self.journal.get(key) is None:
-                    futures = [pool.submit(complete_redrawing_blanks, self.backend, r)
-                               for r in requests_for(record, self.settings)]
+                    futures = _submit(pool, self.backend, record, self.settings)
                 pending.append(_Pending(record, key, futures, time.perf_counter()))
                 while len(pending) > window or (pending and pending[0].futures is None):
                     yield self._finish(pending.popleft(), started)
@@ -144,7 +166,7 @@ class Sampler:
         record, key, futures = item.record, item.key, item.futures
         entry = self.journal.get(key)
         if futures is not None:
-            done = [f.result() for f in futures]
+            done = [c for f in futures for c in f.result()]
             samples, greedy = (done[:-1], done[-1]) if self.settings.greedy else (done, None)
             tokens = sum(len(c.tokens) for c in done)
             entry = self.journal.append(key, record.problem.problem_id, samples, greedy,

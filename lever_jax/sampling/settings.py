@@ -29,6 +29,10 @@ class SampleSettings:
     max_tokens: int = 256
     seed: int = 0
     greedy: bool = True  # also decode at temperature 0 (the problem's ``greedy``)
+    # The n samples as one request with n choices: the prompt is prefilled once and its KV cache
+    # shared (llama.cpp, vLLM), instead of n requests with seeds of their own that each prefill it
+    # (or its uncached tail) in their own slot. Faster for long prompts; never bit-reproducible.
+    shared_prefill: bool = False
 
     def __post_init__(self) -> None:
         if self.n < 0 or (self.n == 0 and not self.greedy):
@@ -41,7 +45,12 @@ class SampleSettings:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields of the journal key (``shared_prefill`` only when on, so that journals written
+        before the option existed keep their keys)."""
+        fields = dataclasses.asdict(self)
+        if not self.shared_prefill:
+            fields.pop("shared_prefill")
+        return fields
 
 
 def sample_seed(seed: int, problem_id: str, index: int) -> int:
