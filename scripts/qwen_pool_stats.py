@@ -2,7 +2,7 @@
 pool the problems, samples, distinct programs, the greedy decode's and a sample's pass@1, the oracle,
 the share of candidates that execute without error, ML and ML+EP with the real log-probs against
 their count fallback (P_LM = count / total; paired bootstrap CI) and, where the sampling journal is
-at hand, the tokens generated and the summed per-problem wall seconds. Writes stats.json beside the pools (the data
+at hand, the tokens generated and the sampling times (:func:`journal_stats`). Writes stats.json beside the pools (the data
 card quotes it).
 
     python scripts/qwen_pool_stats.py [--journals DIR] [--out lever_jax/data/bundled/qwen05b_pools/stats.json]
@@ -61,15 +61,35 @@ def logprobs_vs_counts(problems: list[Problem]) -> dict[str, Any]:
     return out
 
 
+IDLE_GAP_S = 600.0  # a longer gap between two finished problems: the sampler was not running
+
+
 def journal_stats(path: Path) -> Optional[dict[str, Any]]:
-    """Tokens and summed per-problem wall seconds from a sampling journal, if it is there."""
+    """Tokens and times from a sampling journal, if it is there. ``latency_seconds_sum`` adds up each
+    problem's time from submission to completion; problems overlap (up to 2 x ``--parallel`` in
+    flight), so it exceeds the wall time. ``wall_seconds`` (journals with ``finished_unix``): the
+    time between consecutive finished problems, gaps over IDLE_GAP_S (the sampler stopped) left out."""
     if not path.is_file():
         return None
     records = [obj for _, obj in iter_json_lines(path)]
-    seconds = sum(r.get("seconds", 0.0) for r in records)
     tokens = sum(r.get("tokens", 0) for r in records)
-    return {"problems": len(records), "tokens": tokens, "wall_seconds": round(seconds, 1),
-            "tokens_per_second": round(tokens / seconds, 2) if seconds else None}
+    out: dict[str, Any] = {"problems": len(records), "tokens": tokens,
+                           "latency_seconds_sum": round(sum(r.get("seconds", 0.0) for r in records), 1)}
+    finished = sorted(r["finished_unix"] for r in records if "finished_unix" in r)
+    if len(finished) == len(records) and records:
+        gaps = np.diff(finished)
+        wall = float(records[0].get("seconds", 0.0) + gaps[gaps <= IDLE_GAP_S].sum())
+        out.update(wall_seconds=round(wall, 1), tokens_per_second=round(tokens / wall, 2) if wall else None,
+                   problems_per_minute=round(60 * len(records) / wall, 2) if wall else None)
+    return out
+
+
+def _older(sampling: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """Figures kept from an earlier stats.json, whose ``wall_seconds`` was the latency sum."""
+    if sampling and "latency_seconds_sum" not in sampling:
+        sampling = {"problems": sampling["problems"], "tokens": sampling["tokens"],
+                    "latency_seconds_sum": sampling["wall_seconds"]}
+    return sampling
 
 
 def main() -> None:
@@ -83,7 +103,7 @@ def main() -> None:
         problems = list(read_problems(executed, require_execution=True))
         entry = {**pool_stats(problems), "logprobs_vs_counts": logprobs_vs_counts(problems)}
         sampling = journal_stats(args.journals / f"{name}.samples.jsonl.gz.journal.jsonl")
-        entry["sampling"] = sampling or stats.get(name, {}).get("sampling")  # kept once the journal is gone
+        entry["sampling"] = sampling or _older(stats.get(name, {}).get("sampling"))  # kept once the journal is gone
         stats[name] = entry
         print(name, json.dumps(entry))
     write_json(args.out, stats)

@@ -34,6 +34,6 @@ open(sys.argv[2], "w", encoding="utf-8").writelines(lines[i] for i in keep)
 PY
 # Spider prompts are ~1,700 tokens and consecutive train problems rarely share a database, so each
 # problem's 5 samples are one request with 5 choices (--shared-prefill: the prompt's tail is
-# prefilled once, not once per slot), with 6 slots for them and the greedy decode.
-COMMON+=(--shared-prefill --parallel 6)
+# prefilled once, not once per slot), with 12 slots: two problems (5 choices + the greedy decode each) at once.
+COMMON+=(--shared-prefill --parallel "${SPIDER_TRAIN_PARALLEL:-12}")
 sample "$DIR/spider_train_1000.samples.jsonl.gz" --input "$WORK/spider_train_1000.prompts.jsonl" --split train

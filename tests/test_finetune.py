@@ -140,3 +140,20 @@ def test_state_cache_re_encodes_only_the_segment_whose_settings_changed(tmp_path
     assert np.array_equal(longer["question"].data, first["question"].data)
     encode_all(dataclasses.replace(base, frozen_layers=4))  # another depth: every segment again
     assert [c[0] for c in enc.calls[3:]] == [96, 16]
+
+
+def test_schema_in_question_puts_the_schema_after_the_question_and_names_its_own_fold_dirs() -> None:
+    """``FinetuneConfig.schema_in_question`` (not LEVER's input): the question segment keeps its head,
+    so the question comes first and a long schema is what gets cut; off, the segment is the
+    question alone and fold directories keep the names they had before the option existed."""
+    from lever_jax.data.schema import Problem
+    from lever_jax.pipeline.finetune_states import question_text
+
+    spider = Problem("spider-dev-0000", "spider", "How many singers do we have?", {"db_id": "concert_singer"}, "", ())
+    with_schema = question_text(spider, True)
+    assert with_schema.startswith("How many singers do we have?\n") and "singer_in_concert" in with_schema
+    assert question_text(spider, False) == "How many singers do we have?"
+    mbpp = Problem("mbpp-11", "mbpp", "Remove a character.", {}, "", ())
+    assert question_text(mbpp, True) == "Remove a character."  # no schema: the question alone
+    assert "schema_in_question" not in FinetuneConfig().training_key()
+    assert FinetuneConfig(schema_in_question=True).training_key()["schema_in_question"] is True

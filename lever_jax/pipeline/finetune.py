@@ -75,6 +75,9 @@ class FinetuneConfig:
     # yes-logit, so the text tower learns the residual (lever_jax.pipeline.features_offset).
     offset_features_head: bool = False
     offset_inner_folds: int = 5
+    # Spider / WikiTQ (not LEVER's input): the database schema after the question, in the question
+    # segment (its head is kept, so a long schema is cut, never the question).
+    schema_in_question: bool = False
     positive_weight: float = 1.0
     negative_weight: float = 1.0
     encode_batch_size: int = 32
@@ -87,12 +90,14 @@ class FinetuneConfig:
         return f"L{self.frozen_layers}|{part}|{max_len}|{keep}"
 
     def training_key(self) -> dict[str, Any]:
-        """The settings that name a fold directory (the offset options only when on, so fold
-        directories written before they existed keep their names)."""
+        """The settings that name a fold directory (the offset and schema options only when on, so
+        fold directories written before they existed keep their names)."""
         doc = dataclasses.asdict(self)
         if not self.offset_features_head:
             doc.pop("offset_features_head")
             doc.pop("offset_inner_folds")
+        if not self.schema_in_question:
+            doc.pop("schema_in_question")
         return doc
 
     def head_config(self) -> HeadConfig:

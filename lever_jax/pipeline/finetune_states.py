@@ -21,6 +21,7 @@ from lever_jax.data.paths import staged
 from lever_jax.data.progress import progress_bar
 from lever_jax.data.schema import Problem
 from lever_jax.inputs.packing import bucket
+from lever_jax.inputs.serialize import render_schema, schema_of
 from lever_jax.models.configs import encoder_config
 from lever_jax.models.encoder import EncoderClassifier
 from lever_jax.pipeline.encoder_features import encoder_program_text, result_text, segment_tokens
@@ -121,6 +122,13 @@ def cached_states(config: FinetuneConfig, part: str, texts: Sequence[str], max_l
     return _concat(loaded)
 
 
+def question_text(problem: Problem, with_schema: bool = False) -> str:
+    """The question segment: the question, then (``with_schema``) the database schema's
+    ``table(columns)`` lines when the problem has one."""
+    schema = schema_of(problem) if with_schema else None
+    return f"{problem.question}\n{render_schema(schema)}" if schema else problem.question
+
+
 @dataclasses.dataclass(frozen=True)
 class PoolStates:
     """Cached states of a pool: question of problem b, program/result of candidate (b, n)."""
@@ -149,8 +157,8 @@ def pool_states(problems: Sequence[Problem], width: int, config: FinetuneConfig,
             for part, text in (("program", encoder_program_text(p, c, config.strip_comments)),
                                ("result", result_text(c))):
                 index[part][b, n] = texts[part].setdefault(text, len(texts[part]))
-    q = cached_states(config, "question", [p.question for p in problems], config.question_len, "head",
-                      cache_dir, encoder, progress)
+    q = cached_states(config, "question", [question_text(p, config.schema_in_question) for p in problems],
+                      config.question_len, "head", cache_dir, encoder, progress)
     r = cached_states(config, "result", list(texts["result"]), config.result_len, "tail", cache_dir,
                       encoder, progress)
     pr = cached_states(config, "program", list(texts["program"]), config.program_len, "tail", cache_dir,

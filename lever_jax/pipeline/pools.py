@@ -53,6 +53,8 @@ POOLS: dict[str, dict[str, Any]] = {
                      "train_pool": "mbpp_qwen05b_train"},
     "mbpp_qwen05b_train": {"dataset": "mbpp", "samples": ("qwen05b_pools", "mbpp_train.samples.jsonl.gz"),
                            "train_split_of": "mbpp_qwen05b"},
+    # Spider dev (all 1,034 questions) sampled the same way; LEVER reports Spider on dev.
+    "spider_qwen05b": {"dataset": "spider", "samples": ("qwen05b_pools", "spider_dev.samples.jsonl.gz")},
     "wikitq_binder": {"dataset": "wikitq_binder", "samples": ("wikitq_binder", "binder.samples.jsonl.gz"),
                       "second_checker": ("official evaluator", "correct_official")},
 }

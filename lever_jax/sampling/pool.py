@@ -170,7 +170,8 @@ class Sampler:
             samples, greedy = (done[:-1], done[-1]) if self.settings.greedy else (done, None)
             tokens = sum(len(c.tokens) for c in done)
             entry = self.journal.append(key, record.problem.problem_id, samples, greedy,
-                                        {"seconds": round(time.perf_counter() - item.submitted, 3), "tokens": tokens})
+                                        {"seconds": round(time.perf_counter() - item.submitted, 3), "tokens": tokens,
+                                         "finished_unix": round(time.time(), 1)})
             self.stats.sequences += len(done)
             self.stats.tokens += tokens
             self.stats.hit_max_tokens += sum(c.finish_reason == "length" for c in done)
