@@ -1,16 +1,19 @@
 """Sampling throughput: `lever-jax sample` vs llama.cpp's own generation of the same requests.
 
-    python scripts/bench_sample.py --model models/qwen.gguf [--problems 4] [--n 4] [--parallel 4] \
-        [--max-tokens 96] [--threads 2] [--output bench.json]
+    python scripts/bench_sample.py --model models/qwen.gguf [--dataset mbpp --split test] [--problems 4] \
+        [--every 1] [--n 4] [--parallel 4] [--max-tokens 96] [--threads 2] [--output bench.json]
 
-Same prompts (LEVER's MBPP few-shot prompts, the first ``--problems`` test problems), same stops,
-same ``--max-tokens``, one model file, all in this run:
+Same prompts (LEVER's few-shot prompts of ``--dataset``: ``--problems`` problems of ``--split``,
+every ``--every``-th, so that Spider problems do not share their database), same stops, same
+``--max-tokens``, one model file, all in this run:
 
 * ``llamacpp_batched``: llama.cpp's own batched generation: one request per problem asking for
   ``n`` completions (``"n": N``), ``--parallel`` slots; what the runtime does with no tool around it;
 * ``llamacpp_sequential``: one slot, one request per sequence, one after another;
 * ``lever_jax_sample``: ``lever-jax sample`` with ``--parallel`` (the sampler, the journal and the
-  samples file included), with a fresh journal.
+  samples file included), with a fresh journal;
+* ``lever_jax_sample_shared_prefill``: the same with ``--shared-prefill`` (one request with n
+  choices per problem, the prompt prefilled once).
 
 Each arm counts the tokens it generated (the samples differ between arms, so the figure is tokens
 per second of wall clock) and reports ratios against both llama.cpp arms. The goal: within 1.5x of
@@ -74,11 +77,12 @@ def llamacpp_arm(records: list[dict[str, Any]], args: argparse.Namespace, batche
     return {"tokens": tokens, "seconds": round(seconds, 3), "tokens_per_s": round(tokens / seconds, 3)}
 
 
-def sample_arm(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    out = workdir / "bench.samples.jsonl"
-    argv = ["sample", "--dataset", "mbpp", "--split", "test", "--limit", str(args.problems), "--model", args.model,
+def sample_arm(args: argparse.Namespace, prompts: Path, workdir: Path, shared_prefill: bool) -> dict[str, Any]:
+    out = workdir / f"bench{'.shared' if shared_prefill else ''}.samples.jsonl"
+    argv = ["sample", "--input", str(prompts), "--split", args.split, "--model", args.model,
             "--n", str(args.n), "--no-greedy", "--parallel", str(args.parallel), "--threads", str(args.threads),
-            "--max-tokens", str(args.max_tokens), "--ctx-size", str(args.ctx_size), "--output", str(out)]
+            "--max-tokens", str(args.max_tokens), "--ctx-size", str(args.ctx_size), "--output", str(out),
+            *(["--shared-prefill"] if shared_prefill else [])]
     start = time.perf_counter()
     code = lever_main(argv)
     seconds = time.perf_counter() - start
@@ -92,7 +96,10 @@ def sample_arm(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--dataset", default="mbpp")
+    parser.add_argument("--split", default="test")
     parser.add_argument("--problems", type=int, default=4)
+    parser.add_argument("--every", type=int, default=1, help="take every K-th problem of the split")
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
@@ -101,18 +108,21 @@ def main() -> None:
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
     os.environ.setdefault("LEVER_JAX_PROGRESS", "off")
-    problems = load_problems("mbpp", "test")[: args.problems]
+    problems = load_problems(args.dataset, args.split)[:: args.every][: args.problems]
     records = list(prompt_lib.prompt_records(problems))
     arms: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        prompts = Path(tmp) / "prompts.jsonl"
+        prompts.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
         arms["llamacpp_sequential"] = llamacpp_arm(records, args, batched=False)
         arms["llamacpp_batched"] = llamacpp_arm(records, args, batched=True)
-        arms["lever_jax_sample"] = sample_arm(args, Path(tmp))
-    ours = arms["lever_jax_sample"]["tokens_per_s"]
+        arms["lever_jax_sample"] = sample_arm(args, prompts, Path(tmp), shared_prefill=False)
+        arms["lever_jax_sample_shared_prefill"] = sample_arm(args, prompts, Path(tmp), shared_prefill=True)
+    ours = {arm: arms[arm]["tokens_per_s"] for arm in ("lever_jax_sample", "lever_jax_sample_shared_prefill")}
     report = {
         "arms": arms,
-        "ratio_vs_batched": round(ours / arms["llamacpp_batched"]["tokens_per_s"], 3),
-        "ratio_vs_sequential": round(ours / arms["llamacpp_sequential"]["tokens_per_s"], 3),
+        "ratio_vs_batched": {a: round(v / arms["llamacpp_batched"]["tokens_per_s"], 3) for a, v in ours.items()},
+        "ratio_vs_sequential": {a: round(v / arms["llamacpp_sequential"]["tokens_per_s"], 3) for a, v in ours.items()},
         "settings": {k: v for k, v in vars(args).items() if k != "output"},
         "machine": {"cpus": os.cpu_count(), "load_1m": round(os.getloadavg()[0], 2), "python": platform.python_version()},
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

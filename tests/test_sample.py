@@ -225,18 +225,20 @@ def test_user_errors_are_one_line_exit_2(case: str, tiny_model: str, tmp_path: P
 
 
 def test_bench_sample_dry_run(tiny_model: str, tmp_path: Path) -> None:
-    """scripts/bench_sample.py runs its three arms on the tiny model and reports the ratios."""
+    """scripts/bench_sample.py runs its four arms on the tiny model and reports the ratios."""
     script = Path(__file__).resolve().parents[1] / "scripts" / "bench_sample.py"
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, str(script), "--model", tiny_model, "--problems", "2", "--n", "2",
-                           "--parallel", "2", "--threads", "1", "--max-tokens", "8", "--output", str(out)],
+    proc = subprocess.run([sys.executable, str(script), "--model", tiny_model, "--problems", "2", "--every", "3",
+                           "--n", "2", "--parallel", "3", "--threads", "1", "--max-tokens", "8", "--output", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(out.read_text())
-    assert set(report["arms"]) == {"llamacpp_sequential", "llamacpp_batched", "lever_jax_sample"}
+    ours = {"lever_jax_sample", "lever_jax_sample_shared_prefill"}
+    assert set(report["arms"]) == {"llamacpp_sequential", "llamacpp_batched"} | ours
     assert all(arm["tokens"] > 0 for arm in report["arms"].values())
-    assert report["arms"]["lever_jax_sample"]["tokens"] <= 2 * 2 * 8
-    assert report["ratio_vs_batched"] > 0 and report["ratio_vs_sequential"] > 0
+    assert all(report["arms"][arm]["tokens"] <= 2 * 2 * 8 for arm in ours)
+    for ratios in (report["ratio_vs_batched"], report["ratio_vs_sequential"]):
+        assert set(ratios) == ours and all(v > 0 for v in ratios.values())
 
 
 def test_a_blank_completion_without_log_probs_is_redrawn_with_the_next_seed() -> None:
