@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 
+@pytest.mark.slow
 def test_per_problem_feeding_takes_the_same_step_as_padding_the_whole_step() -> None:
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")

@@ -81,6 +81,7 @@ def test_ablation_mask_drops_the_right_group():
     assert keep_prog["question_numbers_used"] == 1.0 and keep_prog["answer_integer"] == 0.0
 
 
+@pytest.mark.slow
 def test_head_learns_from_candidate_features_alone():
     """A head on candidate features only separates labels that one feature determines."""
     rng = np.random.default_rng(0)

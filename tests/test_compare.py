@@ -28,6 +28,7 @@ def _rows(text: str) -> dict[str, list[str]]:
             for cells in [[c.strip() for c in line.strip("|").split("|")]]}
 
 
+@pytest.mark.slow
 def test_compare_runs_and_folds_on_finished_and_stopped_runs(tmp_path, capsys) -> None:
     full = tmp_path / "full"
     assert run_cmd.cli([*TINY, "--out", str(full)]) == 0

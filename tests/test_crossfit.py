@@ -99,6 +99,7 @@ def _check_loop_output(fit: CrossFit, mask: np.ndarray, root: Path, problems: in
     assert sum(held) == problems
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_retraining_a_finished_fold(tmp_path) -> None:
     trainer = _head_trainer()
     rows_of = _rows_of(12)
@@ -177,7 +178,8 @@ def _gin_verifier() -> tuple[FoldVerifier, np.ndarray, int]:
 
 
 @pytest.mark.parametrize("kind", [
-    "head", "finetune", "finetune_offset", pytest.param("trained", marks=pytest.mark.slow)])
+    "head", pytest.param("finetune", marks=pytest.mark.slow), pytest.param("finetune_offset", marks=pytest.mark.slow),
+    pytest.param("trained", marks=pytest.mark.slow)])
 def test_every_fold_verifier_satisfies_the_protocol_through_the_loop(kind: str, tmp_path, monkeypatch,
                                                                      request) -> None:
     import gin

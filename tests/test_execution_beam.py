@@ -40,6 +40,7 @@ def _execute(tmp_path: Path, samples: Path, out: Path, *extra: str) -> subproces
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".jsonl.gz"])
 def test_beam_output_is_byte_identical_to_local(tmp_path: Path, suffix: str) -> None:
     samples = tmp_path / f"samples{suffix}"

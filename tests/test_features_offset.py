@@ -91,11 +91,12 @@ def test_offset_options_do_not_rename_existing_fold_directories() -> None:
 
     off = FinetuneConfig()
     assert off.training_key() == {k: v for k, v in dataclasses.asdict(off).items()
-                                  if k not in ("offset_features_head", "offset_inner_folds")}
+                                  if k not in ("offset_features_head", "offset_inner_folds", "schema_in_question")}
     on = dataclasses.replace(off, offset_features_head=True)
     assert on.training_key()["offset_features_head"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_boosted_finetune_through_lever_jax_run_and_resume(tmp_path) -> None:
     """finetune_minilm.gin + offset_features_head on 12 problems: offsets per fold, metrics, and a second

@@ -6,6 +6,7 @@ import dataclasses
 
 import jax
 import numpy as np
+import pytest
 from flax import linen as nn
 
 from lever_jax.pipeline.finetune import FinetuneConfig, FinetuneTrainer, build_rows
@@ -90,6 +91,7 @@ def test_packed_loss_is_levers_loss_of_the_unpacked_logits() -> None:
     np.testing.assert_allclose(metrics["loss"], float(ref), rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_train_step_is_deterministic_and_lowers_the_loss() -> None:
     trainer = _trainer()
     trainer = FinetuneTrainer(dataclasses.replace(trainer.config, steps=8, warmup_steps=1,

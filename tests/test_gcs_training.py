@@ -119,6 +119,7 @@ def test_unknown_scheme_is_one_line(tmp_path, command):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--out", "--input"])
 def test_run_directory_must_be_local(tmp_path, flag):
     """`lever-jax run` keeps its run directory local: a gs:// --out/--input is one line, exit 2,

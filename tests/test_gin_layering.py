@@ -49,6 +49,7 @@ def _clean_gin():
     gin.clear_config()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODEL_FILES)
 def test_every_model_file_builds_through_the_train_path(name):
     extra, want = HF_COUNTS.get(name, ([], None))

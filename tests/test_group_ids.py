@@ -6,6 +6,7 @@ the whole-batch rounds (when more do), and the popcount rank over one or several
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -53,6 +54,7 @@ def _check(ids: np.ndarray, mask: np.ndarray) -> None:
                                   scoring.dense_group_ids_reference(ids, mask))
 
 
+@pytest.mark.slow
 @PROPS
 @given(st.integers(0, B), st.sampled_from(KINDS), st.integers(0, 2**32 - 1), st.floats(0.0, 1.0))
 def test_dense_group_ids_matches_reference_collided_rows(num_collided, other_kind, seed, pad_rate):
@@ -78,6 +80,7 @@ def test_collided_rows_take_the_compact_block_and_the_batch_path():
         _check(ids, np.ones((B, N), bool))
 
 
+@pytest.mark.slow
 def test_dense_group_ids_widths_and_shapes():
     """Rank words: one (N <= 32), several with the select chain, more than 8 (gather); tables of
     int8 (N <= 127), int16 and int32 positions; 1-D input; an empty batch; a single candidate."""

@@ -52,6 +52,7 @@ def _save_untied_t5(model, path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["v1.1_untied", "v1.1_tf5", "v1.0"])
 def test_t5_parity(tmp_path: Path, variant: str) -> None:
     torch.manual_seed(0)

@@ -179,6 +179,7 @@ def test_corpus_is_large_enough():
         assert (CORPUS / name).is_file(), name
 
 
+@pytest.mark.slow
 def test_hostile_batch(canary_dir, host_socket):
     root, tmp_canary = canary_dir
     sandbox = Sandbox(workers=2, limits=LIMITS, readable=[root])

@@ -77,6 +77,7 @@ def test_initial_variables_are_logically_named_and_deterministic() -> None:
     assert emb.names == ("vocab", "embed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.1", "1.0"])
 def test_forward_shapes_and_cheap_verifier_head_match_full_logits(version: str) -> None:
     cfg = CFG if version == "1.1" else dataclasses.replace(

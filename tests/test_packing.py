@@ -50,6 +50,7 @@ def _check_packed_equals_unpacked(model, tokens_key, params, batch, tokens, row_
     assert float(lu) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 def test_encoder_packed_loss_and_grads_match_unpacked(pooling: str) -> None:
     cfg = encoder_config("tiny", num_layers=2, dropout_rate=0.0, pooling=pooling)
@@ -59,6 +60,7 @@ def test_encoder_packed_loss_and_grads_match_unpacked(pooling: str) -> None:
     _check_packed_equals_unpacked(model, "input_tokens", params, batch, tokens, row_len=48)
 
 
+@pytest.mark.slow
 def test_t5_packed_loss_and_grads_match_unpacked() -> None:
     cfg = t5_config("tiny", dropout_rate=0.0, vocab_size=512, no_token_id=5, yes_token_id=6)
     model = EncoderDecoderVerifier(cfg)
@@ -67,6 +69,7 @@ def test_t5_packed_loss_and_grads_match_unpacked() -> None:
     _check_packed_equals_unpacked(model, "encoder_input_tokens", params, batch, tokens, row_len=48)
 
 
+@pytest.mark.slow
 def test_t5_packed_fold_matches_unfolded() -> None:
     cfg = t5_config("tiny", dropout_rate=0.0, vocab_size=512, no_token_id=5, yes_token_id=6)
     batch, tokens = _lever_block(2, cfg.vocab_size)

@@ -153,6 +153,7 @@ def test_unknown_pool_or_section_is_one_clear_error(capsys: pytest.CaptureFixtur
     assert "--sections: unknown tables" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_quick_paper_tables_on_the_gsm8k_pools(tmp_path, monkeypatch, capsys) -> None:
     """The real runs, tiny: main tables and both transfer directions, every verifier trained on 4

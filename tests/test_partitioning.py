@@ -102,6 +102,7 @@ def result() -> dict:
     return json.loads(line[len("RESULT "):])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["model", "fsdp"])
 def test_sharded_loss_matches_unsharded(result: dict, strategy: str) -> None:
     ref = result["unsharded"]
@@ -113,6 +114,7 @@ def test_sharded_loss_matches_unsharded(result: dict, strategy: str) -> None:
     assert result[strategy]["param_diff"] < 1e-4
 
 
+@pytest.mark.slow
 def test_params_really_sharded(result: dict) -> None:
     mp, fsdp = result["model"], result["fsdp"]
     # Tensor parallel: vocab over 'model' (512/4), embed replicated.

@@ -75,6 +75,7 @@ def test_disabled_prints_nothing():
 
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_finetune_encoding_logs_complete_lines_off_a_terminal(tmp_path, monkeypatch, capsys):
     """`lever-jax run` with the fine-tune: its frozen-layer encoding, like every other progress

@@ -25,6 +25,7 @@ def test_assign_folds_deterministic_and_balanced() -> None:
     assert not np.array_equal(a, assign_folds(ids, 5, seed=1))
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
@@ -75,6 +76,7 @@ def test_run_quick_end_to_end(tmp_path, monkeypatch, capsys) -> None:
     assert RunConfig().max_problems is None and RunConfig().progress
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_run_with_a_t5_trained_per_fold(tmp_path, monkeypatch, capsys) -> None:
     """RunConfig.verifier='trained' (gin_configs/runs/demo_t5.gin): a tiny T5 trained per fold

@@ -4,6 +4,7 @@ Binder programs executed in the sandbox, the text-only head cross-fitted, the re
 from __future__ import annotations
 
 import json
+import pytest
 
 from lever_jax.cli import run as run_cmd
 
@@ -15,6 +16,7 @@ TINY = ["--gin_file", "gin_configs/runs/wikitq_binder.gin", "--max_problems", "1
         "--gin_bindings", "HeadConfig.warmup_steps = 2"]
 
 
+@pytest.mark.slow
 def test_run_on_wikitq_binder(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LEVER_JAX_CACHE_DIR", str(tmp_path / "exec_cache"))
     out = tmp_path / "run"

@@ -88,6 +88,7 @@ def test_same_seed_parallel_1_reproduces_the_file(tiny_model: str, tmp_path: Pat
     assert c.read_bytes() != a.read_bytes()
 
 
+@pytest.mark.slow
 def test_resume_after_kill_resamples_nothing(tiny_model: str, tmp_path: Path) -> None:
     out = tmp_path / "killed.jsonl"
     journal = Path(f"{out}.journal.jsonl")

@@ -14,6 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(p.name for p in (REPO / "scripts").glob("*.py"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_script_shows_its_usage(script: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}

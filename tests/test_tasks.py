@@ -86,6 +86,7 @@ IDENTITY_CASES = [("byte", name) for name in FIXTURE_TASKS] + [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vocab,name", IDENTITY_CASES, indirect=["vocab"])
 def test_seqio_and_numpy_give_identical_features(vocab, name):
     spec = lever_tasks.spec_of(name)

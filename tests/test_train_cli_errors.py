@@ -73,6 +73,7 @@ def _executed_file(path: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_eval_with_another_model_file_names_the_differing_dimensions(capsys, tmp_path) -> None:
     train_file = _executed_file(tmp_path / "train.executed.jsonl", 8)
     model_dir = tmp_path / "model"

@@ -43,6 +43,7 @@ def test_schedule_is_linear_warmup_then_linear_decay():
     np.testing.assert_allclose(got, want, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_accumulation_equals_the_whole_batch():
     model = EncoderDecoderVerifier(T5Config(**MICRO))
     mesh, rules = partitioning.make_mesh(), partitioning.logical_axis_rules("data")
@@ -96,6 +97,7 @@ SHARDED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sharded_equals_unsharded_on_8_fake_devices(tmp_path):
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
     script = tmp_path / "sharded.py"

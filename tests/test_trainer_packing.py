@@ -70,6 +70,7 @@ def _assert_trees_close(got, want) -> None:
 
 
 # Both models, both step paths (accum 1: one micro-batch; accum 2: the scan), both alternative feeds.
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,accum", [("t5", 2), ("encoder", 1)])
 def test_train_step_loss_and_grads_match_padded(kind: str, accum: int) -> None:
     results = {}
@@ -100,6 +101,7 @@ def test_packed_batch_is_smaller_than_padded() -> None:
     assert host["packed_tokens"].size < padded_slots and real == int((host["packed_tokens"] > 0).sum())
 
 
+@pytest.mark.slow
 def test_short_run_packed_matches_padded() -> None:
     kind = "encoder"  # T5's packed step runs in test_packed_batch_shards_on_data_axis too
     losses = {}
@@ -115,6 +117,7 @@ def test_short_run_packed_matches_padded() -> None:
     np.testing.assert_allclose(losses["packed"], losses["padded"], rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["t5", "encoder"])
 def test_bucketed_scoring_matches_padded(kind: str) -> None:
     scores = {}

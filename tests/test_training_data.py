@@ -143,6 +143,7 @@ def test_add_mode_without_a_pool_is_one_clear_error(tmp_path) -> None:
                       tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_added_pool_through_lever_jax_run(tmp_path) -> None:
     """`lever-jax run` with train_pool_mode='add': more training rows per fold, the same scored problems."""

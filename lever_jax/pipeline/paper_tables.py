@@ -207,6 +207,12 @@ class Tables:
                 f"{metrics['training']['train_pool']})", **self.comparable(pool, "lever_protocol"),
                 "accuracy": accuracy_ci(lever, self.bootstrap), **self.gains(per["methods"], lever)}
 
+    def verifier_notes(self, pool: str) -> list[str]:
+        """The notes of a row that a trained verifier scored (E: how the pool's correctness is judged)."""
+        if self.quick:
+            return ["Q"]
+        return ["S", "T", "V"] + (["E"] if "E" in POOL_NOTES.get(pool, {}) else [])
+
     def comparable(self, pool: str, key: str) -> dict[str, Any]:
         """The paper's number for this row (if any) and why ours is (not) comparable."""
         dataset = self.datasets[pool]
@@ -236,7 +242,7 @@ class Tables:
         rows = []
         for ablation, label in ABLATIONS:
             row: dict[str, Any] = {"ablation": ablation, "label": label, "comparable": "no",
-                                   "notes": ["Q"] if self.quick else ["S", "T", "V"]}
+                                   "notes": self.verifier_notes(pool)}
             if ablation not in runs:
                 row["n/a"] = self._not_run(pool, ablation)
                 rows.append(row)
@@ -255,7 +261,7 @@ class Tables:
         rows = []
         for name in [*(str(n) for n in self.sizes), "all"]:
             row: dict[str, Any] = {"train_problems": name, "comparable": "no",
-                                   "notes": ["Q"] if self.quick else ["S", "T", "V"]}
+                                   "notes": self.verifier_notes(pool)}
             if name not in runs:
                 row["n/a"] = f"the pool has only {per_fold} training problems per fold" \
                     if int(name) >= per_fold else "not run" + ("" if "sizes" in self.sections else " (--sections)")
@@ -366,7 +372,7 @@ class Tables:
         (metrics, per), main = done[f"from_{train}"], done["main"]
         values, own = per["methods"], main[1]["methods"]
         return {"train_pool": train, "eval_pool": evaluated, "comparable": "no",
-                "notes": ["Q"] if self.quick else ["S", "T", "V"],
+                "notes": self.verifier_notes(evaluated),
                 "in_pool": accuracy_ci(own["lever"], self.bootstrap),
                 "transfer": accuracy_ci(values["lever"], self.bootstrap),
                 "transfer_minus_in_pool": paired(values["lever"], own["lever"], self.bootstrap),
