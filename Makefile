@@ -38,10 +38,12 @@ demo: $(INSTALLED)
 test: $(TEST_INSTALLED)
 	$(BIN)/python -m pytest -q $(PYTEST_FLAGS) tests
 
-# The unit tier between edits: everything but the tests marked slow (end-to-end runs, subprocess
-# trainings, the GCS emulator). `make test` (CI) runs both tiers.
+# The unit tier between edits: everything but the tests marked slow (over ~4 s idle: trainings,
+# end-to-end runs, subprocess CLIs, the GCS emulator), on two pytest-xdist workers
+# (FAST_WORKERS="-n 0" for one process). `make test` (CI) runs both tiers.
+FAST_WORKERS ?= -n 2
 test-fast: $(TEST_INSTALLED)
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_FLAGS) tests
+	$(BIN)/python -m pytest -q -m "not slow" $(FAST_WORKERS) $(PYTEST_FLAGS) tests
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis
