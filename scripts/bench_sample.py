@@ -57,7 +57,8 @@ def _body(prompt: str, stop: list[str], args: argparse.Namespace, n: int, seed: 
 
 
 def _tokens(reply: dict[str, Any]) -> int:
-    return sum(len(c["logprobs"]["content"]) for c in reply["choices"])
+    # a blank completion (its stop string began in the first token) comes back without log-probs
+    return sum(len((c.get("logprobs") or {}).get("content") or ()) for c in reply["choices"])
 
 
 def llamacpp_arm(records: list[dict[str, Any]], args: argparse.Namespace, batched: bool) -> dict[str, Any]:
