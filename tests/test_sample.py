@@ -195,7 +195,7 @@ def test_shared_prefill_asks_once_and_redraws_a_blank_choice_alone() -> None:
 
 
 @pytest.mark.parametrize("case", ["missing", "corrupt", "not_gguf", "hash", "server_down", "bad_flag", "both",
-                                  "unknown_problem"])
+                                  "unknown_problem", "shared_prefill_slots"])
 def test_user_errors_are_one_line_exit_2(case: str, tiny_model: str, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     model = tiny_model
@@ -212,6 +212,8 @@ def test_user_errors_are_one_line_exit_2(case: str, tiny_model: str, tmp_path: P
         args += ["--model-sha256", "0" * 64]
     elif case == "bad_flag":
         args += ["--top-p", "2"]
+    elif case == "shared_prefill_slots":  # llama.cpp refuses n choices beyond its slots
+        args += ["--shared-prefill", "--n", "3", "--parallel", "2"]
     elif case == "unknown_problem":
         prompts = tmp_path / "p.jsonl"
         prompts.write_text(json.dumps({"problem_id": "mbpp-99999", "dataset": "mbpp", "prompt": "x"}) + "\n")

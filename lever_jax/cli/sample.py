@@ -90,6 +90,12 @@ def _check_args(args: argparse.Namespace) -> None:
     for flag in ("limit", "n", "max_tokens", "parallel", "threads", "ctx_size"):
         check_positive("--" + flag.replace("_", "-"), getattr(args, flag))
     check_positive("--temperature", args.temperature)
+    from lever_jax.sampling.settings import DEFAULT_SAMPLES
+
+    if args.shared_prefill and args.model and args.parallel < (args.n or DEFAULT_SAMPLES):
+        raise user_error(f"--shared-prefill needs --parallel >= --n ({args.n or DEFAULT_SAMPLES}): llama.cpp "
+                         f"decodes one request's choices in slots of their own, got --parallel {args.parallel}",
+                         where="--parallel")
     if not 0 < args.top_p <= 1:
         raise user_error(f"must be in (0, 1], got {args.top_p}", where="--top-p")
     if args.server_extra is not None:
@@ -179,7 +185,7 @@ def _sample(args: argparse.Namespace, input_path: str | None) -> int:
     from lever_jax.data.progress import progress_bar
     from lever_jax.sampling.journal import Journal
     from lever_jax.sampling.pool import Sampler, summary
-    from lever_jax.sampling.settings import DEFAULT_MAX_TOKENS, DEFAULT_SAMPLES, LEVER_TEMPERATURE, SampleSettings
+    from lever_jax.sampling.settings import DEFAULT_MAX_TOKENS, LEVER_TEMPERATURE, SampleSettings
 
     records = list(prompt_records(args, input_path))  # every prompt checked before the model loads
     dataset = args.dataset or (records[0].problem.dataset if records else "")

@@ -2,11 +2,12 @@
 resumes where it stopped and never asks the model again for a problem it finished.
 
 Each line: ``{"format", "key", "problem_id", "samples": [completion...], "greedy": completion|null,
-"seconds", "tokens", "finished_unix"}`` (``seconds``: the problem's latency from submission; problems
-overlap, so a run's wall time is the span of ``finished_unix``, not the sum of ``seconds``) where ``key`` is :func:`lever_jax.sampling.settings.journal_key` (model digest +
-prompt + stops + settings). A run reuses only lines with its own key, so one journal may hold
-several models' or settings' runs side by side. A line cut short by a kill (the last one) is
-ignored and its problem sampled again; any other unreadable line is an error naming it.
+"seconds", "tokens", "finished_unix"}`` where ``key`` is :func:`lever_jax.sampling.settings.journal_key`
+(model digest + prompt + stops + settings) and ``seconds`` the problem's latency from submission
+(problems overlap: a run's wall time is the span of ``finished_unix``, not the sum of ``seconds``).
+A run reuses only lines with its own key, so one journal may hold several models' or settings' runs
+side by side. A line cut short by a kill (the last one) is ignored and its problem sampled again;
+any other unreadable line is an error naming it.
 """
 from __future__ import annotations
 
