@@ -185,7 +185,7 @@ def _sample(args: argparse.Namespace, input_path: str | None) -> int:
     from lever_jax.data.progress import progress_bar
     from lever_jax.sampling.journal import Journal
     from lever_jax.sampling.pool import Sampler, summary
-    from lever_jax.sampling.settings import DEFAULT_MAX_TOKENS, LEVER_TEMPERATURE, SampleSettings
+    from lever_jax.sampling.settings import DEFAULT_MAX_TOKENS, DEFAULT_SAMPLES, LEVER_TEMPERATURE, SampleSettings
 
     records = list(prompt_records(args, input_path))  # every prompt checked before the model loads
     dataset = args.dataset or (records[0].problem.dataset if records else "")
