@@ -84,14 +84,6 @@ def journal_stats(path: Path) -> Optional[dict[str, Any]]:
     return out
 
 
-def _older(sampling: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
-    """Figures kept from an earlier stats.json, whose ``wall_seconds`` was the latency sum."""
-    if sampling and "latency_seconds_sum" not in sampling:
-        sampling = {"problems": sampling["problems"], "tokens": sampling["tokens"],
-                    "latency_seconds_sum": sampling["wall_seconds"]}
-    return sampling
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--journals", type=Path, default=POOL_DIR, help="folder holding the *.journal.jsonl files")
@@ -103,7 +95,7 @@ def main() -> None:
         problems = list(read_problems(executed, require_execution=True))
         entry = {**pool_stats(problems), "logprobs_vs_counts": logprobs_vs_counts(problems)}
         sampling = journal_stats(args.journals / f"{name}.samples.jsonl.gz.journal.jsonl")
-        entry["sampling"] = sampling or _older(stats.get(name, {}).get("sampling"))  # kept once the journal is gone
+        entry["sampling"] = sampling or stats.get(name, {}).get("sampling")  # kept once the journal is gone
         stats[name] = entry
         print(name, json.dumps(entry))
     write_json(args.out, stats)

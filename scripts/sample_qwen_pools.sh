@@ -9,8 +9,8 @@ DIR="${1:?usage: sample_qwen_pools.sh POOL_DIR}"
 MODEL="${MODEL:-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}"
 SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 LEVER="${LEVER:-lever-jax}"
-COMMON=(--model "$MODEL" --model-sha256 "$SHA256" --n 5 --temperature 0.6 --seed 0
-        --parallel "${PARALLEL:-4}" --threads "${THREADS:-2}")
+COMMON=(--model "$MODEL" --model-sha256 "$SHA256" --n 5 --temperature 0.6 --seed 0 --threads "${THREADS:-2}")
+SLOTS=(--parallel "${PARALLEL:-4}")
 mkdir -p "$DIR"
 # A finished pool (its samples file written, its journal no longer kept) is not sampled again.
 sample() {  # sample OUTPUT ARGS...
@@ -18,9 +18,9 @@ sample() {  # sample OUTPUT ARGS...
   if [ -f "$out" ] && [ ! -f "$out.journal.jsonl" ]; then echo "$out: done"; return; fi
   "$LEVER" sample "$@" "${COMMON[@]}" --output "$out"
 }
-sample "$DIR/mbpp_test.samples.jsonl.gz" --dataset mbpp --split test
-sample "$DIR/mbpp_train.samples.jsonl.gz" --dataset mbpp --split train
-sample "$DIR/spider_dev.samples.jsonl.gz" --dataset spider --split dev
+sample "$DIR/mbpp_test.samples.jsonl.gz" --dataset mbpp --split test "${SLOTS[@]}"
+sample "$DIR/mbpp_train.samples.jsonl.gz" --dataset mbpp --split train "${SLOTS[@]}"
+sample "$DIR/spider_dev.samples.jsonl.gz" --dataset spider --split dev "${SLOTS[@]}"
 # A seeded subset of Spider train (the same 1,000 problems on every run: random.Random(0)); its
 # prompts (45 MB for all of train) stay outside the package, in WORK (default .cache/).
 WORK="${WORK:-.cache/sample_qwen_pools}"
@@ -35,5 +35,5 @@ PY
 # Spider prompts are ~1,700 tokens and consecutive train problems rarely share a database, so each
 # problem's 5 samples are one request with 5 choices (--shared-prefill: the prompt's tail is
 # prefilled once, not once per slot), with 12 slots: two problems (5 choices + the greedy decode each) at once.
-COMMON+=(--shared-prefill --parallel "${SPIDER_TRAIN_PARALLEL:-12}")
-sample "$DIR/spider_train_1000.samples.jsonl.gz" --input "$WORK/spider_train_1000.prompts.jsonl" --split train
+sample "$DIR/spider_train_1000.samples.jsonl.gz" --input "$WORK/spider_train_1000.prompts.jsonl" --split train \
+  --shared-prefill --parallel "${SPIDER_TRAIN_PARALLEL:-12}"

@@ -172,7 +172,7 @@ def test_shared_prefill_one_request_per_problem_on_both_backends(tiny_model: str
 def test_shared_prefill_asks_once_and_redraws_a_blank_choice_alone() -> None:
     from lever_jax.data.schema import Problem
     from lever_jax.sampling.backends import Completion, Request
-    from lever_jax.sampling.pool import PromptRecord, complete_shared_prefill
+    from lever_jax.sampling.pool import PromptRecord, complete_shared_prefill, requests_for
     from lever_jax.sampling.settings import SampleSettings, sample_seed
 
     class Fake:
@@ -189,7 +189,7 @@ def test_shared_prefill_asks_once_and_redraws_a_blank_choice_alone() -> None:
 
     record = PromptRecord(Problem("p1", "mbpp", "q", {}, None, ()), "prompt", ("\n",))
     backend = Fake()
-    got = complete_shared_prefill(backend, record, SampleSettings(n=3))
+    got = complete_shared_prefill(backend, requests_for(record, SampleSettings(n=3, greedy=False)))
     assert [c.text for c in got] == ["s0", "redrawn", "s2"]
     assert backend.calls == [("many", sample_seed(0, "p1", 0), 3), ("one", sample_seed(0, "p1", 1) + 1, 1)]
 

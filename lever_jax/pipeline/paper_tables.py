@@ -207,11 +207,14 @@ class Tables:
                 f"{metrics['training']['train_pool']})", **self.comparable(pool, "lever_protocol"),
                 "accuracy": accuracy_ci(lever, self.bootstrap), **self.gains(per["methods"], lever)}
 
+    @staticmethod
+    def judged_notes(pool: str) -> list[str]:
+        """["E"] where the pool has a note on how its correctness is judged (every row cites it)."""
+        return ["E"] if "E" in POOL_NOTES.get(pool, {}) else []
+
     def verifier_notes(self, pool: str) -> list[str]:
-        """The notes of a row that a trained verifier scored (E: how the pool's correctness is judged)."""
-        if self.quick:
-            return ["Q"]
-        return ["S", "T", "V"] + (["E"] if "E" in POOL_NOTES.get(pool, {}) else [])
+        """The notes of a row that a trained verifier scored."""
+        return ["Q"] if self.quick else ["S", "T", "V", *self.judged_notes(pool)]
 
     def comparable(self, pool: str, key: str) -> dict[str, Any]:
         """The paper's number for this row (if any) and why ours is (not) comparable."""
@@ -225,8 +228,7 @@ class Tables:
         if pool == "humaneval_codegen16b" and key == "codet_dual_agreement":
             comparable = "yes: the CodeT paper's samples and generated tests, its |samples| x |tests| score"
             notes = []
-        if "E" in POOL_NOTES.get(pool, {}):  # how correctness is judged: every row of the pool
-            notes = notes + ["E"]
+        notes = notes + self.judged_notes(pool)
         if self.quick:
             comparable, notes = "no", ["Q"]
         return {"paper": paper, "comparable": comparable, "notes": notes}

@@ -81,13 +81,17 @@ def complete_redrawing_blanks(backend: Backend, request: Request) -> Completion:
                         "the prompt or the stop strings leave the model nothing to write")
 
 
-def complete_shared_prefill(backend: Backend, record: PromptRecord, settings: SampleSettings) -> list[Completion]:
-    """The ``settings.n`` samples of one problem as one request with n choices (seeded with sample
-    0's seed); a blank choice is drawn again alone, as :func:`complete_redrawing_blanks` would."""
-    requests = requests_for(record, dataclasses.replace(settings, greedy=False))
-    choices = backend.complete_choices(requests[0], settings.n)
+def complete_shared_prefill(backend: Backend, samples: list[Request]) -> list[Completion]:
+    """One problem's sampled ``samples`` (:func:`requests_for`) as one request with that many choices
+    (seeded with the first one's seed); a blank choice is drawn again alone with its own request's
+    next seeds, as :func:`complete_redrawing_blanks` would."""
+    choices = backend.complete_choices(samples[0], len(samples))
     return [c if c is not None else complete_redrawing_blanks(backend, dataclasses.replace(r, seed=r.seed + 1))
-            for c, r in zip(choices, requests)]
+            for c, r in zip(choices, samples)]
+
+
+def _complete_one(backend: Backend, request: Request) -> list[Completion]:
+    return [complete_redrawing_blanks(backend, request)]
 
 
 def _submit(pool: ThreadPoolExecutor, backend: Backend, record: PromptRecord,
@@ -95,12 +99,11 @@ def _submit(pool: ThreadPoolExecutor, backend: Backend, record: PromptRecord,
     """Futures of one problem's completions: the samples (one request each, or one shared-prefill
     request), then the greedy decode."""
     requests = requests_for(record, settings)
+    futures = []
     if settings.shared_prefill and settings.n > 1:
-        futures = [pool.submit(complete_shared_prefill, backend, record, settings)]
+        futures.append(pool.submit(complete_shared_prefill, backend, requests[:settings.n]))
         requests = requests[settings.n:]
-    else:
-        futures = []
-    return futures + [pool.submit(lambda r: [complete_redrawing_blanks(backend, r)], r) for r in requests]
+    return futures + [pool.submit(_complete_one, backend, r) for r in requests]
 
 
 def to_candidate(completion: Completion, record: PromptRecord, source: str, strip_fences: bool) -> Candidate:
