@@ -11,7 +11,10 @@ per-program cost, not the 10-second timeout.
 
 Modes (all measured in this run, on the same programs):
   * ``sandbox``: :class:`lever_jax.execution.sandbox.Sandbox` with ``--workers`` workers, through
-    the real executors (make_task -> sandbox -> to_execution, the judge included in the timing);
+    the real executors (make_task -> sandbox -> to_execution, the judge included in the timing),
+    every worker's zygotes started before timing (the pool modes are warmed too);
+  * ``sandbox_cold``: the same with the zygotes started as tasks arrive (what a fresh
+    ``lever-jax execute`` pays: sympy's zygote imports ~0.85 s in each worker that gets a sympy task);
   * ``sandbox_round1``: the same with the mount view, PID and IPC namespaces disabled (what the
     layers added in issue 12 cost, measured in the same run);
   * ``lever_style``: as LEVER's code: a ``concurrent.futures`` process pool of ``--workers``
@@ -193,21 +196,48 @@ ROUND1_LAYERS = ("mount_view", "pid_namespace", "ipc_namespace")  # issue-12 lay
 EXECUTOR_OPTIONS = {"gsm8k": {"convention": "faithful_cot"}}
 
 
-def run_sandbox(dataset: str, pairs: list[tuple[Problem, Candidate]], workers: int,
-                timed: bool = True, disable: tuple[str, ...] = ()) -> tuple[float, list[str], float]:
+def run_sandbox(dataset: str, pairs: list[tuple[Problem, Candidate]], workers: int, timed: bool = True,
+                disable: tuple[str, ...] = (), warm: bool = True) -> tuple[float, list[str], float]:
     """(wall seconds of the timed map + judging, statuses, CPU seconds of the whole session incl.
-    start-up). ``to_execution`` (the judge, in this process) is inside the timed part."""
+    start-up). ``to_execution`` (the judge, in this process) is inside the timed part. ``warm``:
+    every worker starts its zygotes before timing; else they start when their first task comes."""
     executor = get_executor(dataset, EXECUTOR_OPTIONS.get(dataset))
     tasks = [executor.make_task(p, c) for p, c in pairs]
     cpu0 = cpu_seconds()
-    with Sandbox(workers=workers, limits=Limits(timeout_s=TIMEOUT_S), **({"disable": disable} if disable else {})) as sandbox:
-        list(sandbox.map(tasks[: 4 * workers]))  # start the zygotes (module imports) before timing
+    # Every worker starts the zygotes of the workload's task modules before timing (as the pool
+    # modes are warmed): the steady state of a long run, not sympy's ~0.85 s of imports per worker.
+    preload = sorted({task.function for task in tasks}) if warm else []
+    with Sandbox(workers=workers, limits=Limits(timeout_s=TIMEOUT_S), preload=preload,
+                 **({"disable": disable} if disable else {})) as sandbox:
+        list(sandbox.map(tasks[: 4 * workers] if warm else []))
         start = time.perf_counter()
         results = list(sandbox.map(tasks if timed else []))
         statuses = [executor.to_execution(p, c, r).status for (p, c), r in zip(pairs, results)]
         elapsed = time.perf_counter() - start
     cpu = cpu_seconds() - cpu0
     return elapsed, statuses, cpu
+
+
+def fork_exit_ms(count: int = 300) -> float:
+    """Median wall ms of fork + ``os._exit`` + ``waitpid`` of this process (GSM8k's task module
+    imported, heap frozen as a zygote's): the floor of any one-process-per-program design, whatever
+    the isolation layers cost on top."""
+    import gc
+
+    import lever_jax.execution.python_gsm8k  # noqa: F401 - what the plain zygote has imported
+
+    gc.collect()
+    gc.freeze()
+    times = []
+    for _ in range(count):
+        start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - child
+            os._exit(0)
+        os.waitpid(pid, 0)
+        times.append(time.perf_counter() - start)
+    gc.unfreeze()
+    return sorted(times)[count // 2] * 1e3
 
 
 def _floor_timeout(signum: int, frame: Any) -> None:
@@ -276,10 +306,11 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--json", default=None, help="also write the numbers here")
     args = ap.parse_args()
+    fork_ms = round(fork_exit_ms(), 2)  # before sympy is imported here: the size of the plain zygote
     import sympy  # noqa: F401 - the floor gets sympy pre-imported, like the sandbox's sympy zygote
 
     report: dict[str, Any] = {"workers": args.workers, "cpus": os.cpu_count(), "python": platform.python_version(),
-                              "load_average_start": os.getloadavg()}
+                              "load_average_start": os.getloadavg(), "fork_exit_ms": fork_ms}
     rows = []
     from lever_jax.execution.python_gsm8k import _SYMPY_NAMES
 
@@ -296,17 +327,20 @@ def main() -> int:
         t_sandbox, _, cpu_full = run_sandbox(dataset, kept, args.workers)
         _, _, cpu_empty = run_sandbox(dataset, kept, args.workers, timed=False)
         t_sandbox1, _, _ = run_sandbox(dataset, kept, 1)
+        t_cold, _, _ = run_sandbox(dataset, kept, args.workers, warm=False)
         t_round1, _, cpu_round1 = run_sandbox(dataset, kept, args.workers, disable=ROUND1_LAYERS)
         t_floor, cpu_floor = run_floor(dataset, kept)
         t_pool, cpu_pool = run_pool("pool_thread", dataset, kept, args.workers)
         t_lever, cpu_lever = run_pool("lever_style", dataset, kept[:n_lever], args.workers)
         rates = {"sandbox": n / t_sandbox, "sandbox_1_worker": n / t_sandbox1, "sandbox_round1": n / t_round1,
+                 "sandbox_cold": n / t_cold,
                  "floor": n / t_floor,
                  "pool_thread": n / t_pool, "lever_style": n_lever / t_lever}
         entry = {
             "dataset": label, "programs": n, "dropped_timeouts": len(pairs) - n, "lever_style_programs": n_lever,
             "programs_per_s": {k: round(v, 1) for k, v in rates.items()},
             "speedup_vs_lever_style": round(rates["sandbox"] / rates["lever_style"], 1),
+            "speedup_cold_vs_lever_style": round(rates["sandbox_cold"] / rates["lever_style"], 1),
             "speedup_vs_pool_thread": round(rates["sandbox"] / rates["pool_thread"], 2),
             "overhead_ms_wall": round((1 / rates["sandbox"] - 1 / rates["floor"]) * 1e3, 2),
             "overhead_ms_per_core": round((args.workers / rates["sandbox"] - 1 / rates["floor"]) * 1e3, 2),
@@ -325,17 +359,20 @@ def main() -> int:
     report["results"] = rows
     report["load_average_end"] = os.getloadavg()
     print("\n| dataset | programs | sandbox (N workers) | sandbox (1 worker) | floor (exec) | pool+thread | "
-          "LEVER-style | x LEVER-style | overhead/program wall | per core | CPU ms/program sandbox | floor | "
+          "LEVER-style | x LEVER-style | sandbox cold (x LEVER-style) | overhead/program wall | per core | CPU ms/program sandbox | floor | "
           "LEVER-style | x LEVER-style (CPU) | sandbox w/o issue-12 layers: programs/s, CPU ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for e in rows:
         r = e["programs_per_s"]
         print(f"| {e['dataset']} | {e['programs']} | {r['sandbox']} | {r['sandbox_1_worker']} | {r['floor']} | "
               f"{r['pool_thread']} | {r['lever_style']} | {e['speedup_vs_lever_style']} | "
+              f"{r['sandbox_cold']} ({e['speedup_cold_vs_lever_style']}) | "
               f"{e['overhead_ms_wall']} ms | {e['overhead_ms_per_core']} ms | {e['cpu_ms_per_program']['sandbox']} | "
               f"{e['cpu_ms_per_program']['floor']} | {e['cpu_ms_per_program']['lever_style']} | "
               f"{e['cpu_speedup_vs_lever_style']} | {r['sandbox_round1']}, "
               f"{e['cpu_ms_per_program']['sandbox_round1']} |")
+    print(f"\nfork + exit + wait of a zygote-like process (the per-program floor of a fresh process): "
+          f"{report['fork_exit_ms']} ms median")
     print(f"\nworkers {args.workers}, cpus {os.cpu_count()}, load average {report['load_average_start']} -> "
           f"{report['load_average_end']}")
     if args.json:

@@ -132,6 +132,39 @@ def test_dead_worker_is_replaced_and_queued_tasks_survive():
         assert answer(box.run(prog("answer = 7"))) == 7
 
 
+def zygotes_of(worker_pid: int) -> list[int]:
+    with open(f"/proc/{worker_pid}/task/{worker_pid}/children") as handle:
+        return [int(pid) for pid in handle.read().split()]
+
+
+def test_a_module_zygote_starts_in_one_worker_while_it_has_room():
+    """Affinity: a task goes to an idle worker that already runs its module's zygote, so a module
+    used by a few tasks (sympy's zygote costs ~0.85 s of imports) starts in one worker, not in all."""
+    numpy_task = Task("lever_jax.execution.python_gsm8k_numpy:run", {"program": "answer = 2"})
+    with Sandbox(workers=2, limits=LIMITS) as box:
+        assert answer(box.run(numpy_task)) == 2.0  # numpy zygote in worker 0
+        slow = prog("import time\ntime.sleep(0.3)\nanswer = 1")
+        results = list(box.map([slow, numpy_task]))  # worker 0 has room for a second task
+        assert [answer(r) for r in results] == [1, 2.0]
+        # least-loaded dispatch would have sent the numpy task to the idle worker 1 (a zygote of its own)
+        assert sorted(len(zygotes_of(pid)) for pid in box.worker_pids()) == [0, 2]
+
+
+def test_pick_prefers_a_worker_with_the_module_then_the_least_loaded():
+    from lever_jax.execution.sandbox import _pick, _Worker
+
+    def worker(slot: int, inflight: int, modules: set[str]) -> _Worker:
+        w = _Worker(slot=slot, proc=None, in_fd=-1, out_fd=-1, modules=modules)
+        w.inflight.extend((i, prog("answer = 0")) for i in range(inflight))
+        return w
+
+    task = Task("pkg.heavy:run", {})
+    cold, warm = worker(0, 0, {"pkg.light"}), worker(1, 1, {"pkg.heavy"})
+    assert _pick([cold, warm], task) is warm
+    assert _pick([cold], task) is cold  # the warm one is full: a second zygote starts
+    assert _pick([worker(0, 1, set()), worker(1, 0, set())], task).slot == 1
+
+
 def test_no_stray_processes_after_close():
     box = Sandbox(workers=2, limits=LIMITS)
     uids = set(box.task_uids())
