@@ -33,18 +33,17 @@ install-test: $(TEST_INSTALLED)
 demo: $(INSTALLED)
 	$(BIN)/lever-jax run --gin_file gin_configs/runs/demo.gin --out results/demo
 
+# PYTEST_FLAGS: extra pytest flags, e.g. `make test PYTEST_FLAGS=--durations=30` (where the time goes)
+# or `PYTEST_FLAGS="-n 2"` (pytest-xdist: two workers; CI runs the suite in one process)
+test: $(TEST_INSTALLED)
+	$(BIN)/python -m pytest -q $(PYTEST_FLAGS) tests
+
 # The unit tier between edits: everything but the tests marked slow (over ~4 s idle: trainings,
 # end-to-end runs, subprocess CLIs, the GCS emulator), on two pytest-xdist workers
-# (FAST_WORKERS="-n 0" for one process).
+# (FAST_WORKERS="-n 0" for one process). `make test` (CI) runs both tiers.
 FAST_WORKERS ?= -n 2
 test-fast: $(TEST_INSTALLED)
 	$(BIN)/python -m pytest -q -m "not slow" $(FAST_WORKERS) $(PYTEST_FLAGS) tests
-
-# Everything (CI): the unit tier on two workers, then the slow tier in one process (its trainings
-# already use both cores: two at once contend and the whole suite on two workers is slower).
-# PYTEST_FLAGS: extra pytest flags for both, e.g. `make test PYTEST_FLAGS=--durations=30`.
-test: test-fast
-	$(BIN)/python -m pytest -q -m slow $(PYTEST_FLAGS) tests
 
 clean:
 	rm -rf $(VENV) results .pytest_cache .hypothesis
