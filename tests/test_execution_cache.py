@@ -98,6 +98,7 @@ def test_killed_run_resumes(tmp_path, sandbox):
     assert stats.cached >= 3 * 3 and stats.executed <= 3 * 3
 
 
+@pytest.mark.slow
 def test_cli_execute(tmp_path):
     samples = tmp_path / "samples.jsonl.gz"
     write_problems(samples, problems(3))

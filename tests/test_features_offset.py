@@ -71,6 +71,7 @@ def test_offsets_are_saved_once_and_reused(tmp_path) -> None:
     assert [p.name for p in (tmp_path / "f").iterdir()] == ["offsets.npy"]
 
 
+@pytest.mark.slow
 def test_offset_shifts_the_verifiers_log_odds_exactly() -> None:
     plain = _trainer()
     boosted = FinetuneTrainer(dataclasses.replace(plain.config, offset_features_head=True), plain.pool,

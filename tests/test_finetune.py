@@ -66,6 +66,7 @@ def test_rows_pack_every_candidate_once_with_its_question() -> None:
     assert rows.states.shape[0] < valid.sum()  # packed: fewer rows than candidates
 
 
+@pytest.mark.slow
 def test_packed_scores_equal_scoring_each_candidate_alone() -> None:
     for features in (False, True):
         trainer = _trainer(features)

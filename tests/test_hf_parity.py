@@ -110,6 +110,7 @@ def _bert_inputs(rs: np.random.RandomState, vocab: int, pad: int) -> tuple[np.nd
     return ids, (ids != pad).astype(np.int64), types
 
 
+@pytest.mark.slow
 def test_bert_parity(tmp_path: Path) -> None:
     torch.manual_seed(0)
     hf_cfg = transformers.BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2,

@@ -42,6 +42,7 @@ def test_gsm8k_features_on_an_mbpp_input_fail_before_any_work(tmp_path, capsys) 
     assert not any("execut" in line for line in lines[:-1]), lines
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("minilm_weights")
 def test_a_one_problem_file_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys) -> None:
     """Cross-fitting scores each problem with a verifier trained on the others: a file of one problem
