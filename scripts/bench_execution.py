@@ -209,7 +209,8 @@ def run_sandbox(dataset: str, pairs: list[tuple[Problem, Candidate]], workers: i
     preload = sorted({task.function for task in tasks}) if warm else []
     with Sandbox(workers=workers, limits=Limits(timeout_s=TIMEOUT_S), preload=preload,
                  **({"disable": disable} if disable else {})) as sandbox:
-        list(sandbox.map(tasks[: 4 * workers] if warm else []))
+        if warm:
+            list(sandbox.map(tasks[: 4 * workers]))
         start = time.perf_counter()
         results = list(sandbox.map(tasks if timed else []))
         statuses = [executor.to_execution(p, c, r).status for (p, c), r in zip(pairs, results)]

@@ -56,15 +56,16 @@ class _Worker:
     modules: set[str] = dataclasses.field(default_factory=set)  # task modules it has a zygote for
 
 
-def _module(task: Task) -> str:
-    return task.function.partition(":")[0]
+def _module(function: str) -> str:
+    """The module of a task function named ``"package.module:name"`` (one zygote per module)."""
+    return function.partition(":")[0]
 
 
 def _pick(idle: list[_Worker], task: Task) -> _Worker:
     """The worker for ``task``: the least loaded of the idle ones that already run its module's
     zygote, else the least loaded. A module's zygote (sympy's: ~0.85 s of imports) thus starts in
     a second worker only when the first is full, not in every worker for a few such tasks."""
-    warm = [w for w in idle if _module(task) in w.modules]
+    warm = [w for w in idle if _module(task.function) in w.modules]
     return min(warm or idle, key=lambda w: len(w.inflight))
 
 
@@ -241,7 +242,7 @@ class Sandbox:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True, start_new_session=True, env=env,
         )
         return _Worker(slot=slot, proc=proc, in_fd=proc.stdin.fileno(), out_fd=proc.stdout.fileno(),
-                       modules={name.partition(":")[0] for name in self._preload})
+                       modules={_module(name) for name in self._preload})
 
     def _await_hello(self, worker: _Worker) -> None:
         deadline = time.monotonic() + _HELLO_TIMEOUT_S
@@ -286,7 +287,7 @@ class Sandbox:
         if not worker.inflight:
             worker.busy_since = time.monotonic()
         worker.inflight.append(item)
-        worker.modules.add(_module(task))
+        worker.modules.add(_module(task.function))
         worker.outgoing += encode_message({"id": index, "function": task.function, "payload": task.payload,
                                              "readable": {os.path.abspath(str(r)): os.path.realpath(str(r))
                                                            for r in task.readable}})
