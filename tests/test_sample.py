@@ -88,22 +88,44 @@ def test_same_seed_parallel_1_reproduces_the_file(tiny_model: str, tmp_path: Pat
     assert c.read_bytes() != a.read_bytes()
 
 
+def _sample_cmd(model: str, out: Path) -> list[str]:
+    return [sys.executable, "-m", "lever_jax.cli", "sample", *MBPP, "--model", model, "--threads", "1",
+            "--max-tokens", "24", "--n", "3", "--limit", "40", "--output", str(out)]
+
+
+_ENV = {**os.environ, "LEVER_JAX_PROGRESS": "off"}
+
+
+def _signal_after_two_problems(cmd: list[str], journal: Path, sig: int) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd``, send ``sig`` once the journal holds two problems, wait for the exit."""
+    proc = subprocess.Popen(cmd, env=_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if journal.exists() and journal.read_bytes().count(b"\n") >= 2:
+            proc.send_signal(sig)
+            break
+        time.sleep(0.005)
+    _, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(cmd, proc.returncode, "", err)
+
+
+@pytest.mark.slow
+def test_sigterm_stops_cleanly_without_a_temp_file(tiny_model: str, tmp_path: Path) -> None:
+    out = tmp_path / "stopped.jsonl"
+    journal = Path(f"{out}.journal.jsonl")
+    stopped = _signal_after_two_problems(_sample_cmd(tiny_model, out), journal, signal.SIGTERM)
+    assert stopped.returncode == 130 and "interrupted" in stopped.stderr, stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert journal.read_bytes().count(b"\n") >= 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [journal.name]  # no output, no partial temp file
+
+
 @pytest.mark.slow
 def test_resume_after_kill_resamples_nothing(tiny_model: str, tmp_path: Path) -> None:
     out = tmp_path / "killed.jsonl"
     journal = Path(f"{out}.journal.jsonl")
-    cmd = [sys.executable, "-m", "lever_jax.cli", "sample", *MBPP, "--model", tiny_model, "--threads", "1",
-           "--max-tokens", "24", "--n", "3", "--limit", "40", "--output", str(out)]
-    env = {**os.environ, "LEVER_JAX_PROGRESS": "off"}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if journal.exists() and journal.read_bytes().count(b"\n") >= 2:
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.005)
-    proc.wait(timeout=60)
-    proc.stderr.close()
+    cmd, env = _sample_cmd(tiny_model, out), _ENV
+    assert _signal_after_two_problems(cmd, journal, signal.SIGKILL).returncode == -signal.SIGKILL
     journaled = journal.read_bytes().count(b"\n")
     assert journaled >= 2
     with open(journal, "ab") as handle:  # a line cut short by the kill: ignored and sampled again
