@@ -92,8 +92,9 @@ POOL_NOTES = {
     "spider_qwen05b": {"S": "Qwen2.5-Coder-0.5B-Instruct (4-bit Q4_K_M) samples drawn by lever-jax on a CPU, 5 per "
                             "question at temperature 0.6 + the greedy decode, over all 1,034 dev questions; the "
                             "paper's are Codex code-davinci-002 (its greedy: 75.3 vs this pool's ~34)",
-                       "T": "the `lever` row's verifier is cross-fitted on the dev questions (LEVER trains on the "
-                            "train split's samples and reports dev)",
+                       "T": "the `lever` row's verifier is cross-fitted on the dev questions; the `lever_protocol` "
+                            "row follows LEVER's protocol (trained on a seeded 1,000-question subset of the train "
+                            "split's pool, checkpoint picked on a held-out 10% of them, reported on dev)",
                        "V": "the verifier is all-MiniLM-L6-v2 with its top two layers fine-tuned (480 steps, MBPP's "
                             "settings) on LEVER's input (question + SQL + execution result) and gold SQL as "
                             "positives, not T5-base",

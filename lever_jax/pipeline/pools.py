@@ -53,8 +53,12 @@ POOLS: dict[str, dict[str, Any]] = {
                      "train_pool": "mbpp_qwen05b_train"},
     "mbpp_qwen05b_train": {"dataset": "mbpp", "samples": ("qwen05b_pools", "mbpp_train.samples.jsonl.gz"),
                            "train_split_of": "mbpp_qwen05b"},
-    # Spider dev (all 1,034 questions) sampled the same way; LEVER reports Spider on dev.
-    "spider_qwen05b": {"dataset": "spider", "samples": ("qwen05b_pools", "spider_dev.samples.jsonl.gz")},
+    # Spider dev (all 1,034 questions) sampled the same way; LEVER reports Spider on dev. Its train
+    # pool: 1,000 train questions drawn with seed 0 (scripts/sample_qwen_pools.sh; data card).
+    "spider_qwen05b": {"dataset": "spider", "samples": ("qwen05b_pools", "spider_dev.samples.jsonl.gz"),
+                       "train_pool": "spider_qwen05b_train"},
+    "spider_qwen05b_train": {"dataset": "spider", "samples": ("qwen05b_pools", "spider_train_1000.samples.jsonl.gz"),
+                             "train_split_of": "spider_qwen05b"},
     "wikitq_binder": {"dataset": "wikitq_binder", "samples": ("wikitq_binder", "binder.samples.jsonl.gz"),
                       "second_checker": ("official evaluator", "correct_official")},
 }
@@ -196,7 +200,8 @@ def _gold_rows(cfg: RunConfig, problems: Sequence[Problem]) -> list[tuple[int, P
     finally:
         cache.close()
     correct = sum(bool(p.candidates[0].execution and p.candidates[0].execution.correct) for p in executed)
-    log(f"gold programs: {len(executed)} added as training rows ({correct} judged correct when executed)")
+    log(f"gold programs: {len(executed)} executed ({correct} judged correct), one row each; a gold row trains "
+        f"only when its problem's row does (never in a fold that scores it)")
     return [(row, p) for (row, _), p in zip(wanted, executed)]
 
 
