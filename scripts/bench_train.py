@@ -170,7 +170,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=3, help="timed steps (median)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed first steps (compile)")
     parser.add_argument("--infer_batch", type=int, default=8)
-    parser.add_argument("--jax_dtype", default="float32", help="float32 | bfloat16 (compute)")
+    parser.add_argument("--jax_dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="our compute dtype (params and optimizer stay float32)")
+    parser.add_argument("--hf_dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="--real_lengths: HF's forward under CPU autocast to bfloat16, or float32")
     parser.add_argument("--tie", action="store_true", help="tie lm_head to the embedding (both)")
     parser.add_argument("--jax_dropout_impl", default="hash", choices=("hash", "jax"))
     parser.add_argument("--jax_no_fold", action="store_true",
@@ -197,8 +200,8 @@ def main(argv: list[str] | None = None) -> None:
         res = bench_real(args)
         print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))
         feed = "one problem per forward" if args.hf_feed == "per_problem" else "padded to the batch's longest"
-        print(f"{args.model}: ours (packed) {res['jax']['candidates_per_s']:.2f} candidates/s, HF PyTorch "
-              f"({feed}, "
+        print(f"{args.model}: ours (packed, {args.jax_dtype}) {res['jax']['candidates_per_s']:.2f} candidates/s, "
+              f"HF PyTorch ({args.hf_dtype}, {feed}, "
               f"{res['real_tokens_fraction_hf']:.0%} real tokens) {res['torch']['candidates_per_s']:.2f} candidates/s: "
               f"ratio {res['ratio_train']:.2f}x; load {res['load_avg_start']} -> {res['load_avg_end']}")
         if args.json:

@@ -70,7 +70,7 @@ def _packed_steps(batches, row_len: int, accum: int) -> tuple[list[dict], int]:
     return steps, segs
 
 
-def jax_side(model: str, batches, row_len: int, accum: int = 1) -> Callable[[int], None]:
+def jax_side(model: str, batches, row_len: int, accum: int = 1, dtype: str = "float32") -> Callable[[int], None]:
     import jax
     import jax.numpy as jnp
     import optax
@@ -79,10 +79,10 @@ def jax_side(model: str, batches, row_len: int, accum: int = 1) -> Callable[[int
     from flax import linen as nn
 
     if model == "minilm":
-        verifier = EncoderClassifierVerifier(encoder_config("minilm", dropout_rate=0.1))
+        verifier = EncoderClassifierVerifier(encoder_config("minilm", dropout_rate=0.1, dtype=dtype))
         key = "input_tokens"
     else:
-        verifier = EncoderDecoderVerifier(t5_config("small", dropout_rate=0.1))
+        verifier = EncoderDecoderVerifier(t5_config("small", dropout_rate=0.1, dtype=dtype))
         key = "encoder_input_tokens"
     params = nn.unbox(verifier.get_initial_variables(jax.random.PRNGKey(0), {key: (1, 1, 8)}))["params"]
     tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=0.1))
@@ -109,7 +109,7 @@ def jax_side(model: str, batches, row_len: int, accum: int = 1) -> Callable[[int
         holder["state"] = step(holder["state"], host[i], jax.random.PRNGKey(i))
         jax.block_until_ready(holder["state"][0])
 
-    run.meta = {"rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]), "micro_batches": accum,
+    run.meta = {"rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]), "micro_batches": accum, "dtype": dtype,
                 "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
     return run
 
@@ -123,7 +123,10 @@ def _per_problem(t, y) -> list:
     return out
 
 
-def torch_side(model: str, batches, threads: int, feed: str = "step", dropout: float = 0.1) -> Callable[[int], None]:
+def torch_side(model: str, batches, threads: int, feed: str = "step", dropout: float = 0.1,
+               dtype: str = "float32") -> Callable[[int], None]:
+    """HF PyTorch fed `feed`; `dtype` "bfloat16" runs the forward under CPU autocast (float32
+    master weights and optimizer, bf16 matmuls: PyTorch's mixed precision on CPU)."""
     import torch
     import transformers
 
@@ -165,14 +168,16 @@ def torch_side(model: str, batches, threads: int, feed: str = "step", dropout: f
         modules.train()
         opt.zero_grad(set_to_none=True)
         for ids, y, mp, k, p in host[i]:
-            ce = torch.nn.functional.cross_entropy(logits(ids, (ids != 0).long()).float(), y,
-                                                   reduction="none").view(mp, k)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bfloat16"):
+                out = logits(ids, (ids != 0).long())
+            ce = torch.nn.functional.cross_entropy(out.float(), y, reduction="none").view(mp, k)
             (ce.mean(dim=1).sum() / p).backward()  # LEVER: per-problem mean, then mean over problems
         run.grad_norm = float(torch.nn.utils.clip_grad_norm_(modules.parameters(), 1.0))  # before clipping
         opt.step()
 
     run.meta = {"torch_version": torch.__version__, "transformers_version": transformers.__version__,
-                "torch_threads": torch.get_num_threads()}
+                "torch_threads": torch.get_num_threads(), "dtype": dtype,
+                "attn_implementation": getattr(net.config, "_attn_implementation", None)}
     run.modules = modules
     return run
 
@@ -189,8 +194,8 @@ def bench_real(args) -> dict:
     batches = real_batches(args.model, args.warmup + args.steps, args.problems, args.candidates, args.length)
     widths = [t.shape[-1] for t, _ in batches]
     real = [int((t > 0).sum()) for t, _ in batches]
-    sides = {"jax": jax_side(args.model, batches, args.row_len, args.jax_accum), "torch": torch_side(args.model, batches, args.torch_threads,
-                                                                        args.hf_feed)}
+    sides = {"jax": jax_side(args.model, batches, args.row_len, args.jax_accum, args.jax_dtype),
+             "torch": torch_side(args.model, batches, args.torch_threads, args.hf_feed, dtype=args.hf_dtype)}
     res: dict = {"model": args.model, "load_avg_start": os.getloadavg(),
                  "candidates_per_step": args.problems * args.candidates,
                  "hf_padded_width_mean": float(np.mean(widths)),
