@@ -17,8 +17,9 @@ log-probs (vLLM, llama.cpp's server, a hosted API; ``--api-key-env``).
 Resumable: each finished problem is appended to a journal (default ``OUTPUT.journal.jsonl``) keyed
 by model digest + prompt + settings; a killed run started again with the same flags re-samples
 nothing it finished. SIGTERM stops it as Ctrl-C does (finished problems stay journaled, the
-partial output is removed; a second SIGTERM kills at once). With ``--parallel 1`` a fixed ``--seed`` reproduces the file exactly; batched
-decoding (``--parallel`` > 1) is not bit-reproducible in llama.cpp (docs/sampling.md).
+partial output is removed; a second SIGTERM kills at once). With ``--parallel 1`` a fixed
+``--seed`` reproduces the file exactly; batched decoding (``--parallel`` > 1) is not
+bit-reproducible in llama.cpp (docs/sampling.md).
 """
 from __future__ import annotations
 
