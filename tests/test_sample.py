@@ -262,8 +262,11 @@ def test_bench_sample_dry_run(tiny_model: str, tmp_path: Path) -> None:
     assert set(report["arms"]) == {"llamacpp_sequential", "llamacpp_batched"} | ours
     assert all(arm["tokens"] > 0 for arm in report["arms"].values())
     assert all(report["arms"][arm]["tokens"] <= 2 * 2 * 8 for arm in ours)
-    for ratios in (report["ratio_vs_batched"], report["ratio_vs_sequential"]):
-        assert set(ratios) == ours and all(v > 0 for v in ratios.values())
+    for key in ("ratio_vs_batched", "ratio_vs_sequential", "ratio_vs_batched_net", "ratio_vs_sequential_net"):
+        assert set(report[key]) == ours and all(v > 0 for v in report[key].values())
+    for arm in ours:  # the start-up (a re-run that decodes nothing) is part of the whole command's time
+        assert report["arms"][arm]["startup_seconds"] > 0
+        assert report["arms"][arm]["tokens_per_s_net"] >= report["arms"][arm]["tokens_per_s"]
 
 
 def test_a_blank_completion_without_log_probs_is_redrawn_with_the_next_seed() -> None:
