@@ -86,7 +86,7 @@ def sample_arm(args: argparse.Namespace, prompts: Path, workdir: Path, shared_pr
     argv = ["sample", "--input", str(prompts), "--split", args.split, "--model", args.model,
             "--n", str(args.n), "--no-greedy", "--parallel", str(args.parallel), "--threads", str(args.threads),
             "--max-tokens", str(args.max_tokens), "--ctx-size", str(args.ctx_size), "--output", str(out),
-            *(["--shared-prefill"] if shared_prefill else [])]
+            "--shared-prefill" if shared_prefill else "--no-shared-prefill"]
     seconds, startup = _timed_sample(argv), _timed_sample(argv)  # the second run finds all journaled
     tokens = sum(len(s["tokens"]) for _n, e in iter_json_lines(f"{out}.journal.jsonl") for s in e["samples"])
     net = max(seconds - startup, 1e-9)

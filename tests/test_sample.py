@@ -163,8 +163,8 @@ def test_server_backend_on_llamacpp_http_listener(tiny_model: str, tmp_path: Pat
 def test_shared_prefill_one_request_per_problem_on_both_backends(tiny_model: str, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """``--shared-prefill``: the n samples come back from one request with n choices (llama.cpp
-    prefills the prompt once), with the same file contract, and never reuse the journal of the
-    one-request-per-sample settings (a different key)."""
+    prefills the prompt once), with the same file contract; it is the default where --parallel >= n,
+    and never reuses the journal of the one-request-per-sample settings (a different key)."""
     from lever_jax.sampling.backends import LlamaCppBackend
 
     out = tmp_path / "shared.jsonl"
@@ -175,8 +175,12 @@ def test_shared_prefill_one_request_per_problem_on_both_backends(tiny_model: str
         assert sum(c.count for c in problem.candidates) == 3 and problem.greedy is not None
         for cand in problem.candidates:
             assert any(math.isclose(cand.gen_logprob, s, abs_tol=1e-9) for s in sums[problem.problem_id])
-    # the same journal under the plain settings: nothing reused
+    # with --parallel >= n it is the default: the same command without the flag reuses the journal
     assert _sample(tiny_model, out, "--limit", "2", "--n", "3", "--parallel", "4",
+                   "--journal", f"{out}.journal.jsonl") == 0
+    assert _summary(capsys)["from_journal"] == 2
+    # the same journal under the one-request-per-sample settings: nothing reused
+    assert _sample(tiny_model, out, "--limit", "2", "--n", "3", "--parallel", "4", "--no-shared-prefill",
                    "--journal", f"{out}.journal.jsonl") == 0
     assert _summary(capsys)["from_journal"] == 0
     served = LlamaCppBackend(tiny_model, threads=1, parallel=4)

@@ -68,9 +68,11 @@ def register(subparsers: Any) -> None:
     dec.add_argument("--seed", type=int, default=0)
     dec.add_argument("--parallel", type=int, default=1, help="sequences decoded at once (default 1)")
     dec.add_argument("--no-greedy", action="store_true", help="skip the temperature-0 decode")
-    dec.add_argument("--shared-prefill", action="store_true",
+    dec.add_argument("--shared-prefill", action=argparse.BooleanOptionalAction, default=None,
                      help="ask for a problem's --n samples in one request with n choices: the prompt is "
-                          "prefilled once and shared (give --parallel >= n + 1; not bit-reproducible)")
+                          "prefilled once and shared (needs --parallel >= n; not bit-reproducible). "
+                          "Default: on when --parallel >= n > 1 (2x the throughput, BENCHMARKS.md), off "
+                          "otherwise (--parallel 1 reproduces a file exactly)")
     dec.add_argument("--fences", choices=("keep", "strip"), default="keep",
                      help="'strip' keeps the first ```-fenced block of a reply (chat-tuned models)")
     out = p.add_argument_group("output")
@@ -98,6 +100,9 @@ def _check_args(args: argparse.Namespace) -> None:
     check_positive("--temperature", args.temperature)
     from lever_jax.sampling.settings import DEFAULT_SAMPLES
 
+    if args.shared_prefill is None:  # auto: on where it fits
+        n = args.n or DEFAULT_SAMPLES
+        args.shared_prefill = n > 1 and args.parallel >= n
     if args.shared_prefill and args.model and args.parallel < (args.n or DEFAULT_SAMPLES):
         raise user_error(f"--shared-prefill needs --parallel >= --n ({args.n or DEFAULT_SAMPLES}): llama.cpp "
                          f"decodes one request's choices in slots of their own, got --parallel {args.parallel}",
