@@ -13,7 +13,11 @@ backward, median of ``--repeat`` calls after a warm-up:
   vs torch matmuls;
 
 each in float32 and in bfloat16 (ours: compute dtype; PyTorch: CPU autocast). Prints ms per call
-and GFLOP/s, and the ratio PyTorch / ours per part (> 1: ours faster).
+and GFLOP/s, and the ratio PyTorch / ours per part (> 1: ours faster). ``attention_chunked`` (ours
+only) is a prototype of the measured next lever, not used by the models: the same attention with a
+custom VJP over blocks of ``--chunk`` queries that recomputes each block's softmax in the backward,
+so every [rows, heads, chunk, length] block stays in cache (no dropout, no gradient for the bias:
+what the models would need before it can replace their attention).
 
     .venv/bin/python scripts/bench_attention.py --model minilm --json docs/bench/attention_minilm.json
 """
@@ -40,7 +44,7 @@ def _median_ms(fn: Callable[[], None], repeat: int) -> float:
     return 1e3 * statistics.median(times)
 
 
-def jax_parts(shape: dict, rows: int, length: int, dtype: str) -> dict[str, Callable[[], None]]:
+def jax_parts(shape: dict, rows: int, length: int, dtype: str, chunk: int = 32) -> dict[str, Callable[[], None]]:
     import jax
     import jax.numpy as jnp
 
@@ -63,9 +67,61 @@ def jax_parts(shape: dict, rows: int, length: int, dtype: str) -> dict[str, Call
         return sum(jnp.sum(o.astype(jnp.float32)) for o in outs)
 
     att = jax.jit(jax.grad(lambda q, k, v: jnp.sum(attention(q, k, v).astype(jnp.float32)), argnums=(0, 1, 2)))
+    blocked = chunked_attention(bias, chunk)
+    chk = jax.jit(jax.grad(lambda q, k, v: jnp.sum(blocked(q, k, v).astype(jnp.float32)), argnums=(0, 1, 2)))
     den = jax.jit(jax.grad(dense, argnums=(0, 1)))
     return {"attention": lambda: jax.block_until_ready(att(q, k, v)),
+            "attention_chunked": lambda: jax.block_until_ready(chk(q, k, v)),
             "dense": lambda: jax.block_until_ready(den(kernels, inputs))}
+
+
+def chunked_attention(bias, chunk: int) -> Callable:
+    """softmax(q k^T + bias) v over [b, l, h, d] inputs, its backward recomputing the softmax one
+    block of ``chunk`` queries at a time (a prototype: no dropout, ``bias`` gets no gradient)."""
+    import jax
+    import jax.numpy as jnp
+
+    def heads_first(x):  # [b, l, h, d] -> [b, h, l, d]
+        return x.transpose(0, 2, 1, 3)
+
+    def blocks(x):  # [b, h, l, d] -> [l / chunk, b, h, chunk, d]
+        b, h, l, d = x.shape
+        return x.reshape(b, h, l // chunk, chunk, d).transpose(2, 0, 1, 3, 4)
+
+    def unblock(x):
+        n, b, h, c, d = x.shape
+        return x.transpose(1, 2, 0, 3, 4).reshape(b, h, n * c, d)
+
+    def weights(qc, kt):
+        logits = jnp.einsum("bhqd,bhkd->bhqk", qc, kt, preferred_element_type=jnp.float32) + bias
+        return jax.nn.softmax(logits, axis=-1)
+
+    @jax.custom_vjp
+    def attend(q, k, v):
+        return forward(q, k, v)[0]
+
+    def forward(q, k, v):
+        qt, kt, vt = heads_first(q), heads_first(k), heads_first(v)
+        out = jax.lax.map(lambda qc: jnp.einsum("bhqk,bhkd->bhqd", weights(qc, kt).astype(qc.dtype), vt), blocks(qt))
+        return heads_first(unblock(out)), (qt, kt, vt)
+
+    def backward(res, g):
+        qt, kt, vt = res
+
+        def step(carry, xs):
+            dk, dv = carry
+            qc, gc = xs
+            w = weights(qc, kt)
+            dv = dv + jnp.einsum("bhqk,bhqd->bhkd", w.astype(gc.dtype), gc)
+            dw = jnp.einsum("bhqd,bhkd->bhqk", gc, vt, preferred_element_type=jnp.float32)
+            ds = (w * (dw - jnp.sum(dw * w, axis=-1, keepdims=True))).astype(qc.dtype)
+            return (dk + jnp.einsum("bhqk,bhqd->bhkd", ds, qc), dv), jnp.einsum("bhqk,bhkd->bhqd", ds, kt)
+
+        (dk, dv), dq = jax.lax.scan(step, (jnp.zeros_like(kt), jnp.zeros_like(vt)), (blocks(qt), blocks(heads_first(g))))
+        return heads_first(unblock(dq)), heads_first(dk), heads_first(dv)
+
+    attend.defvjp(forward, backward)
+    return attend
 
 
 def _projections(shape: dict) -> list[tuple[int, int]]:
@@ -102,7 +158,7 @@ def flops(shape: dict, rows: int, length: int) -> dict[str, float]:
     """Forward + backward FLOPs (3x the forward's matmuls) of each part."""
     attention = 2 * 2 * rows * shape["heads"] * length * length * shape["head_dim"]
     dense = 2 * rows * length * sum(i * o for i, o in _projections(shape))
-    return {"attention": 3.0 * attention, "dense": 3.0 * dense}
+    return {"attention": 3.0 * attention, "attention_chunked": 3.0 * attention, "dense": 3.0 * dense}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -112,15 +168,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--length", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--torch_threads", type=int, default=0)
+    ap.add_argument("--chunk", type=int, default=32, help="queries per block of attention_chunked")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     shape, work = SHAPES[args.model], flops(SHAPES[args.model], args.rows, args.length)
     res: dict = {"config": vars(args), "load_avg_start": os.getloadavg(), "results": {}}
     for dtype in ("float32", "bfloat16"):
-        ours, theirs = jax_parts(shape, args.rows, args.length, dtype), \
+        ours, theirs = jax_parts(shape, args.rows, args.length, dtype, min(args.chunk, args.length)), \
             torch_parts(shape, args.rows, args.length, dtype, args.torch_threads)
-        for part in ("attention", "dense"):
-            ms = {"ours": _median_ms(ours[part], args.repeat), "pytorch": _median_ms(theirs[part], args.repeat)}
+        for part in ("attention", "attention_chunked", "dense"):
+            theirs_part = theirs["attention" if part == "attention_chunked" else part]
+            ms = {"ours": _median_ms(ours[part], args.repeat), "pytorch": _median_ms(theirs_part, args.repeat)}
             row = {side: {"ms": t, "gflops": work[part] / t / 1e6} for side, t in ms.items()}
             row["pytorch_over_ours"] = ms["pytorch"] / ms["ours"]
             res["results"][f"{dtype}/{part}"] = row
