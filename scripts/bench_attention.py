@@ -16,9 +16,8 @@ each in float32 and in bfloat16 (ours: compute dtype; PyTorch: CPU autocast). Pr
 and GFLOP/s, and the ratio PyTorch / ours per part (> 1: ours faster). ``attention_chunked`` (ours
 only) is a prototype of the measured next lever, not used by the models: the same attention with a
 custom VJP over blocks of ``--chunk`` queries that recomputes each block's softmax in the backward,
-so every [rows, heads, chunk, length] block stays in cache (no dropout, no gradient for the bias).
-The models' version of it (models/attention_core.py: dropout, bias gradients;
-``attention_chunk``) is timed inside our MultiHeadAttention module too (``module_ms``).
+so every [rows, heads, chunk, length] block stays in cache (no dropout, no gradient for the bias:
+what the models would need before it can replace their attention).
 
     .venv/bin/python scripts/bench_attention.py --model minilm --json docs/bench/attention_minilm.json
 """
@@ -155,31 +154,6 @@ def torch_parts(shape: dict, rows: int, length: int, dtype: str, threads: int) -
     return {"attention": attention, "dense": dense}
 
 
-def module_times(shape: dict, rows: int, length: int, chunk: int, repeat: int) -> dict[str, float]:
-    """ms per forward + backward of our MultiHeadAttention module (projections included) on a
-    packed micro-batch (segment bias: each row one 380-token segment), whole-tensor core
-    (attention_chunk 0) vs blocked (``chunk``), without and with dropout 0.1 on the weights."""
-    import jax
-    import jax.numpy as jnp
-
-    from lever_jax.models.layers import MultiHeadAttention, segment_bias
-
-    h, hd = shape["heads"], shape["head_dim"]
-    x = jax.random.normal(jax.random.PRNGKey(0), (rows, length, h * hd))
-    seg = (jnp.arange(length) < min(380, length)).astype(jnp.int32)[None].repeat(rows, 0)
-    bias = segment_bias(seg, seg)
-    out = {}
-    for c in (0, chunk):
-        for rate in (0.0, 0.1):
-            m = MultiHeadAttention(num_heads=h, head_dim=hd, out_features=h * hd, dropout_rate=rate,
-                                   attention_chunk=c)
-            params = m.init(jax.random.PRNGKey(1), x, x, (bias,), True)
-            grad = jax.jit(jax.grad(lambda p, x, m=m, rate=rate: jnp.sum(m.apply(
-                p, x, x, (bias,), rate == 0.0, rngs={"dropout": jax.random.PRNGKey(2)})), argnums=(0, 1)))
-            out[f"chunk{c}/dropout{rate}"] = _median_ms(lambda: jax.block_until_ready(grad(params, x)), repeat)
-    return out
-
-
 def flops(shape: dict, rows: int, length: int) -> dict[str, float]:
     """Forward + backward FLOPs (3x the forward's matmuls) of each part."""
     attention = 2 * 2 * rows * shape["heads"] * length * length * shape["head_dim"]
@@ -211,9 +185,6 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{args.model} {dtype:8s} {part:9s}: ours {ms['ours']:7.1f} ms ({row['ours']['gflops']:5.1f} "
                   f"GFLOP/s), PyTorch {ms['pytorch']:7.1f} ms ({row['pytorch']['gflops']:5.1f} GFLOP/s): "
                   f"PyTorch/ours {row['pytorch_over_ours']:.2f}x", flush=True)
-    res["module_ms"] = module_times(shape, args.rows, args.length, min(args.chunk, args.length), args.repeat)
-    print("our MultiHeadAttention module, fwd + bwd (ms):",
-          ", ".join(f"{k} {v:.1f}" for k, v in res["module_ms"].items()), flush=True)
     res["load_avg_end"] = os.getloadavg()
     print(f"load average {res['load_avg_start']} -> {res['load_avg_end']}")
     if args.json:

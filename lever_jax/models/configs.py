@@ -58,10 +58,6 @@ class T5Config:
     # One-position decoding (the verifier's first step) folds the cross-attention key/value
     # kernels into the query side instead of projecting every encoder position (same function).
     fold_single_query_attention: bool = True
-    # Attention over this many queries at a time, the backward recomputing each block's softmax
-    # (models/attention_core.py: the same function; on this CPU 1.6x a layer's attention without
-    # dropout, 1.1-1.2x with it: BENCHMARKS.md); 0: the whole-tensor einsums
-    attention_chunk: int = 0
 
     def __post_init__(self) -> None:
         _dtype(self.dtype)
@@ -119,7 +115,6 @@ class EncoderConfig:
     dtype: str = "float32"
     remat: bool = False
     dropout_impl: str = "hash"  # as T5Config.dropout_impl
-    attention_chunk: int = 0  # as T5Config.attention_chunk
 
     def __post_init__(self) -> None:
         _dtype(self.dtype)

@@ -66,7 +66,7 @@ class EncoderLayer(nn.Module):
         h = MultiHeadAttention(num_heads=cfg.num_heads, head_dim=cfg.hidden_size // cfg.num_heads,
                                out_features=cfg.hidden_size, dtype=dt,
                                dropout_rate=cfg.dropout_rate, dropout_impl=cfg.dropout_impl,
-                               attention_chunk=cfg.attention_chunk, use_bias=True, scale_logits=True,
+                               use_bias=True, scale_logits=True,
                                q_init=_init, kv_init=_init, out_init=_init,
                                name="attention")(x, x, (mask_bias,), deterministic)
         x = LayerNorm(cfg.layer_norm_eps, dt, name="attention_norm")(

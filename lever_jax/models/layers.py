@@ -17,8 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from lever_jax.models import attention_core
-
 Array = jax.Array
 Initializer = Callable[..., Array]
 NEG_INF = -1e9  # additive mask value (float32); exp underflows to exactly 0 after max-subtraction
@@ -171,11 +169,6 @@ class Dropout(nn.Module):
         keep = keep_mask(self.make_rng("dropout"), x.shape, keep_prob, self.impl)
         return jax.lax.select(keep, x / jnp.asarray(keep_prob, x.dtype), jnp.zeros_like(x))
 
-    def hash_seeds(self) -> Array:
-        """The two seeds `keep_mask(..., impl="hash")` would draw in ``__call__`` (same rng), for
-        callers that compute the mask block by block (attention_core.blocked_attention)."""
-        return jax.random.bits(self.make_rng("dropout"), (2,), jnp.uint32)
-
 
 def activation_fn(name: str) -> Callable[[Array], Array]:
     """gelu (exact erf), gelu_new (tanh approximation, HF T5 v1.1 'gated-gelu'), relu."""
@@ -227,8 +220,6 @@ class MultiHeadAttention(nn.Module):
     fold_single_query: bool = True
     # fold whenever q_len <= this (packed verifier rows decode one position per segment)
     fold_max_queries: int = 1
-    # queries per block of attention_core.blocked_attention (0: the whole-tensor einsum path)
-    attention_chunk: int = 0
     q_init: Initializer = nn.initializers.lecun_normal()
     kv_init: Initializer = nn.initializers.lecun_normal()
     out_init: Initializer = nn.initializers.lecun_normal()
@@ -261,8 +252,6 @@ class MultiHeadAttention(nn.Module):
         else:
             k = split(dense("key", self.kv_init)(inputs_kv))
             v = split(dense("value", self.kv_init)(inputs_kv))
-            if self._blocked(q.shape[1], deterministic):
-                return self._out(self._blocked_core(q, k, v, biases, deterministic), head_axes, joined)
             logits = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
         for b in biases:
             logits = logits + b
@@ -274,23 +263,9 @@ class MultiHeadAttention(nn.Module):
             out = jnp.einsum("bqhe,ehd->bqhd", context, w_v)
         else:
             out = jnp.einsum("bhqk,bkhd->bqhd", weights, v)
-        return self._out(out, head_axes, joined)
-
-    def _out(self, out: Array, head_axes: tuple[str, ...], joined: int) -> Array:
         out = constrain(out, head_axes).reshape(out.shape[:2] + (joined,))
         return Dense(self.out_features, ("joined_kv", "embed"), self.use_bias, self.dtype,
                      self.out_init, name="out")(out)
-
-    def _blocked(self, q_len: int, deterministic: bool) -> bool:
-        dropout = self.dropout_rate > 0 and not deterministic
-        return attention_core.applies(q_len, self.attention_chunk) and (not dropout or self.dropout_impl == "hash")
-
-    def _blocked_core(self, q: Array, k: Array, v: Array, biases: Sequence[Array], deterministic: bool) -> Array:
-        seeds = None
-        if self.dropout_rate > 0 and not deterministic:
-            seeds = Dropout(self.dropout_rate, self.dropout_impl).hash_seeds()  # Dropout_0, as the plain path
-        return attention_core.blocked_attention(q, k, v, tuple(jnp.asarray(b, jnp.float32) for b in biases),
-                                                seeds, self.attention_chunk, 1.0 - self.dropout_rate)
 
 
 def padding_bias(mask: Array) -> Array:

@@ -71,7 +71,7 @@ def _attention(cfg: T5Config, name: str, fold_max_queries: int = 1) -> MultiHead
                               dtype=cfg.compute_dtype, dropout_rate=cfg.dropout_rate,
                               dropout_impl=cfg.dropout_impl,
                               fold_single_query=cfg.fold_single_query_attention,
-                              fold_max_queries=fold_max_queries, attention_chunk=cfg.attention_chunk,
+                              fold_max_queries=fold_max_queries,
                               q_init=q_init, kv_init=kv_init,
                               out_init=out_init, name=name)
 
