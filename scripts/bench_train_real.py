@@ -109,8 +109,8 @@ def jax_side(model: str, batches, row_len: int, accum: int = 1, dtype: str = "fl
         holder["state"] = step(holder["state"], host[i], jax.random.PRNGKey(i))
         jax.block_until_ready(holder["state"][0])
 
-    run.meta = {"rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]), "micro_batches": accum, "dtype": dtype,
-                "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
+    run.meta = {"rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]), "micro_batches": accum,
+                "dtype": dtype, "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
     return run
 
 
