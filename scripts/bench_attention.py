@@ -117,7 +117,8 @@ def chunked_attention(bias, chunk: int) -> Callable:
             ds = (w * (dw - jnp.sum(dw * w, axis=-1, keepdims=True))).astype(qc.dtype)
             return (dk + jnp.einsum("bhqk,bhqd->bhkd", ds, qc), dv), jnp.einsum("bhqk,bhkd->bhqd", ds, kt)
 
-        (dk, dv), dq = jax.lax.scan(step, (jnp.zeros_like(kt), jnp.zeros_like(vt)), (blocks(qt), blocks(heads_first(g))))
+        zeros = (jnp.zeros_like(kt), jnp.zeros_like(vt))
+        (dk, dv), dq = jax.lax.scan(step, zeros, (blocks(qt), blocks(heads_first(g))))
         return heads_first(unblock(dq)), heads_first(dk), heads_first(dv)
 
     attend.defvjp(forward, backward)
