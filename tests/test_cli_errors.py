@@ -142,6 +142,26 @@ def test_runtime_failure_is_one_line_exit_1(capsys):
     assert "--debug" in err[0]
 
 
+def test_sigterm_ends_any_command_like_ctrl_c_after_its_cleanup(capsys):
+    """Every command (not only `sample`): SIGTERM runs the command's `finally` blocks (atomic
+    writers remove their temp files), prints one line, exits 130, and the handler is restored."""
+    import signal
+
+    cleaned = []
+
+    def killed(args: argparse.Namespace) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return 0
+        finally:
+            cleaned.append(True)
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.run_command(killed, argparse.Namespace(), "execute", debug=False) == 130
+    assert cleaned == [True] and capsys.readouterr().err.strip() == "lever-jax: interrupted"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_debug_prints_the_traceback(capsys):
     assert cli.run_command(_fails_with(ValueError("boom")), argparse.Namespace(), "rerank", debug=True) == 1
     assert "Traceback" in capsys.readouterr().err

@@ -6,16 +6,23 @@ bad flag (argparse), a path that is missing / a directory / unreadable, a gin mi
 line ``lever-jax: error: WHERE: message`` to stderr and exits 2, no traceback. Any other exception
 is a runtime failure: one line naming the exception, exit 1; the traceback is printed only with
 ``lever-jax --debug COMMAND ...`` (``--debug`` may stand anywhere) or ``LEVER_JAX_DEBUG=1``.
+SIGTERM (``kill``, a scheduler's stop) ends a command as Ctrl-C does: ``interrupted``, exit 130, after
+the ``finally`` blocks ran (atomic writers remove their partial temp files, sandboxes stop their
+workers); a second SIGTERM acts as before. Training handles both signals itself (a checkpoint first).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import traceback
-from typing import Any, Callable, NoReturn, Sequence
+from types import FrameType
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 from lever_jax.data.errors import UserError
 
@@ -139,11 +146,31 @@ def _debug_requested(argv: list[str]) -> tuple[bool, list[str]]:
     return debug, [a for a in head if a != "--debug"] + sep + tail
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt like Ctrl-C (so cleanup runs instead of the process dying
+    mid-write); the first signal restores the previous handler. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signum, previous)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_command(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace,
                 command: str | None, debug: bool) -> int:
     """``func(args)`` with the error convention applied (for entry points besides ``main``)."""
     try:
-        return int(func(args) or 0)
+        with sigterm_as_interrupt():
+            return int(func(args) or 0)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

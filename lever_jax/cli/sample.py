@@ -16,22 +16,18 @@ log-probs (vLLM, llama.cpp's server, a hosted API; ``--api-key-env``).
 
 Resumable: each finished problem is appended to a journal (default ``OUTPUT.journal.jsonl``) keyed
 by model digest + prompt + settings; a killed run started again with the same flags re-samples
-nothing it finished. SIGTERM stops it as Ctrl-C does (finished problems stay journaled, the
-partial output is removed; a second SIGTERM kills at once). With ``--parallel 1`` a fixed
+nothing it finished. SIGTERM stops it as Ctrl-C does (lever_jax.cli.main: finished problems stay
+journaled, the partial output is removed). With ``--parallel 1`` a fixed
 ``--seed`` reproduces the file exactly; batched decoding (``--parallel`` > 1) is not
 bit-reproducible in llama.cpp (docs/sampling.md).
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
 import sys
 import tempfile
-import threading
-from types import FrameType
 from typing import Any, Iterator
 
 NAME = "sample"
@@ -100,11 +96,11 @@ def _check_args(args: argparse.Namespace) -> None:
     check_positive("--temperature", args.temperature)
     from lever_jax.sampling.settings import DEFAULT_SAMPLES
 
+    n = args.n or DEFAULT_SAMPLES
     if args.shared_prefill is None:  # auto: on where it fits
-        n = args.n or DEFAULT_SAMPLES
         args.shared_prefill = n > 1 and args.parallel >= n
-    if args.shared_prefill and args.model and args.parallel < (args.n or DEFAULT_SAMPLES):
-        raise user_error(f"--shared-prefill needs --parallel >= --n ({args.n or DEFAULT_SAMPLES}): llama.cpp "
+    if args.shared_prefill and args.model and args.parallel < n:
+        raise user_error(f"--shared-prefill needs --parallel >= --n ({n}): llama.cpp "
                          f"decodes one request's choices in slots of their own, got --parallel {args.parallel}",
                          where="--parallel")
     if not 0 < args.top_p <= 1:
@@ -185,31 +181,10 @@ def main(args: argparse.Namespace) -> int:
     _check_args(args)
     input_path = (_stdin_copy() if args.input == "-" else args.input) if args.input else None
     try:
-        with _sigterm_as_interrupt():
-            return _sample(args, input_path)
+        return _sample(args, input_path)
     finally:
         if args.input == "-" and input_path:
             os.unlink(input_path)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``kill``, a scheduler's stop) raises KeyboardInterrupt like Ctrl-C, so the atomic
-    writer removes its partial temp file instead of leaving it beside the output; the first signal
-    restores the previous handler, so a second one acts as before. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signum, previous)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _sample(args: argparse.Namespace, input_path: str | None) -> int:
