@@ -48,8 +48,7 @@ class Dense(nn.Module):
         if columns is not None:
             kernel = kernel[:, jnp.asarray(columns)]
         # float32 accumulation, then the compute dtype: with bfloat16 the CPU's bf16 dot kernels
-        # (avx512_bf16) are only taken for a float32 result (a bf16 dot alone: 340-372 vs 144-179
-        # GFLOP/s; BENCHMARKS.md "Round 3 (issue 23 item 2)")
+        # (avx512_bf16) are only taken for a float32 result (BENCHMARKS.md "Round 3 (issue 23 item 2)")
         y = jnp.matmul(x.astype(self.dtype), kernel.astype(self.dtype),
                        preferred_element_type=jnp.float32).astype(self.dtype)
         if self.use_bias:
