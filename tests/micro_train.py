@@ -43,11 +43,18 @@ def cli_command(command: str) -> list[str]:
 
 
 def run_env(cache_dir: Path) -> dict[str, str]:
-    """The subprocess environment: CPU, the given compilation cache (every compile cached)."""
+    """The subprocess environment: CPU, the given compilation cache (every compile cached), the
+    suite's compiler flags without a device count (a test asks for its own)."""
     env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=str(cache_dir),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", PYTHONPATH=str(REPO))
-    env.pop("XLA_FLAGS", None)
+    env["XLA_FLAGS"] = with_devices(None, env)
     return env
+
+
+def with_devices(count: int | None, env: dict[str, str]) -> str:
+    """``env``'s XLA_FLAGS with ``count`` fake host devices (None: the real one) instead of any it named."""
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count")]
+    return " ".join(flags + ([f"--xla_force_host_platform_device_count={count}"] if count else []))
 
 
 def gin_args(model_dir: Path | str, extra: list[str] = ()) -> list[str]:  # type: ignore[assignment]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.micro_train import with_devices
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(r'''
@@ -92,7 +94,7 @@ SCRIPT = textwrap.dedent(r'''
 @pytest.fixture(scope="module")
 def result() -> dict:
     env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+    env["XLA_FLAGS"] = with_devices(8, env)
     env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=ROOT, capture_output=True,

@@ -21,6 +21,7 @@ from lever_jax.models.configs import T5Config
 from lever_jax.models.verifier import EncoderDecoderVerifier
 from lever_jax.rerank.scores_file import calibration_error, compute_metrics, score_records
 from lever_jax.training.trainer import OptimizerConfig, Trainer, make_schedule
+from tests.micro_train import with_devices
 
 REPO = Path(__file__).resolve().parent.parent
 # A really small T5 so that compiling stays cheap on a shared 2-core machine.
@@ -99,7 +100,7 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_sharded_equals_unsharded_on_8_fake_devices(tmp_path):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_FLAGS=with_devices(8, os.environ), JAX_PLATFORMS="cpu")
     script = tmp_path / "sharded.py"
     script.write_text(SHARDED_SCRIPT)
     proc = subprocess.run([sys.executable, str(script), str(REPO)], env=env, cwd=REPO,

@@ -25,6 +25,7 @@ from lever_jax.models.configs import encoder_config, t5_config
 from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
 from lever_jax.training import partitioning
 from lever_jax.training.trainer import OptimizerConfig, Trainer
+from tests.micro_train import with_devices
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTH = 48
@@ -204,7 +205,7 @@ print("RESULT" + json.dumps(out))
 @pytest.mark.slow
 def test_packed_batch_shards_on_data_axis() -> None:
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    env["XLA_FLAGS"] = with_devices(2, env)
     proc = subprocess.run([sys.executable, "-c", SHARDED], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
