@@ -53,8 +53,9 @@ def run_env(cache_dir: Path) -> dict[str, str]:
 
 def with_devices(count: int | None, env: dict[str, str]) -> str:
     """``env``'s XLA_FLAGS with ``count`` fake host devices (None: the real one) instead of any it named."""
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count")]
-    return " ".join(flags + ([f"--xla_force_host_platform_device_count={count}"] if count else []))
+    name = "--xla_force_host_platform_device_count"
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(name)]
+    return " ".join(flags + ([f"{name}={count}"] if count else []))
 
 
 def gin_args(model_dir: Path | str, extra: list[str] = ()) -> list[str]:  # type: ignore[assignment]

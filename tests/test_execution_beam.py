@@ -31,8 +31,10 @@ def problems(n: int = 8) -> list[Problem]:
 
 
 def _execute(tmp_path: Path, samples: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``lever-jax execute`` with TMPDIR at ``tmp_path/tmp`` (created empty; it must stay empty)."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
+           "TF_CPP_MIN_LOG_LEVEL": "3", "TMPDIR": str(tmp_path / "tmp")}
     # faithful_cot (solution() is read): the option must reach the Beam workers' executors too
     cmd = [sys.executable, "-m", "lever_jax.cli", "execute", "--dataset", "gsm8k", "--input", str(samples),
            "--output", str(out), "--timeout", "5", "--cache-dir", str(tmp_path / "cache"), "--no-progress",
@@ -66,6 +68,7 @@ def test_beam_output_is_byte_identical_to_local(tmp_path: Path, suffix: str) -> 
     assert ": 0 run, 48 cached" in second.stderr, second.stderr
     assert (tmp_path / "cached1.jsonl").read_bytes() == (tmp_path / "cached2.jsonl").read_bytes() == \
         gzip.decompress((tmp_path / f"local{suffix}").read_bytes())
+    assert not list((tmp_path / "tmp").iterdir())  # nothing left in TMPDIR (Beam's job service left a dir)
 
 
 def test_beam_rejects_bad_input_like_local(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.micro_train import DROPOUT, REPO, cli_command, gin_args, read_jsonl, run_env, strip_timing, with_devices
+from tests.micro_train import (DROPOUT, REPO, cli_command, gin_args, read_jsonl, run_env, strip_timing,
+                               with_devices)
 
 EXTRA = DROPOUT  # dropout on: per-device RNG must match too
 
@@ -54,8 +55,8 @@ def test_two_processes_match_two_devices_through_a_kill(tmp_path, jax_cache):
     # The one-process run is independent of the pair: it runs beside the killed pair (most of both is
     # single-threaded compilation) and is compared once the resumed pair has finished.
     with open(tmp_path / "one.log", "w") as one_log:
-        one = subprocess.Popen(cli_command("train") + gin_args(one_dir, EXTRA), cwd=REPO,
-                               env={**env, "XLA_FLAGS": with_devices(2, env)}, stdout=one_log, stderr=subprocess.STDOUT)
+        one = subprocess.Popen(cli_command("train") + gin_args(one_dir, EXTRA), cwd=REPO, stdout=one_log,
+                               env={**env, "XLA_FLAGS": with_devices(2, env)}, stderr=subprocess.STDOUT)
     try:
         _kill_pair_after_first_checkpoint(cut_dir, env, tmp_path)
         (tmp_path / "p0.log").write_text("")

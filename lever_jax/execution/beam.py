@@ -20,12 +20,14 @@ processes, per-worker (useless, harmless) on a cluster -- pass ``--no-cache`` th
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import secrets
 import shlex
 import sys
+import tempfile
 import time
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -51,6 +53,24 @@ def _beam() -> Any:
     except ImportError:
         raise ImportError("--runner beam needs Apache Beam: pip install -c constraints.txt 'lever-jax[beam]'") from None
     return apache_beam
+
+
+@contextlib.contextmanager
+def _scratch_tmp() -> Iterator[None]:
+    """The pipeline's temporary files in a directory of ours, removed when it ends: a local Beam
+    run leaves empty directories in TMPDIR (its job service's, its requirements cache, its
+    workers'), one set per run. This process's and its children's TMPDIR point there meanwhile."""
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    with tempfile.TemporaryDirectory(prefix="lever-beam-", ignore_cleanup_errors=True) as scratch:
+        tempfile.tempdir, os.environ["TMPDIR"] = scratch, scratch
+        try:
+            yield
+        finally:
+            tempfile.tempdir = saved[0]
+            if saved[1] is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = saved[1]
 
 
 @dataclasses.dataclass
@@ -183,10 +203,12 @@ def execute_file(input_path: str, output_path: str, dataset: str, limits: Limits
             | "execute" >> beam.ParDo(execute_fn)
             | "shards" >> beam.io.WriteToText(paths.join(shard_dir, "part"), file_name_suffix=".jsonl")
         )
-        result = pipeline.run()
-        result.wait_until_finish()
+        with _scratch_tmp():
+            result = pipeline.run()
+            result.wait_until_finish()
+            counters = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]
         stats.seconds = time.monotonic() - start
-        for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        for counter in counters:
             value = counter.committed if counter.committed is not None else counter.attempted
             key = counter.key.metric.name
             if key.startswith("status:"):
