@@ -101,12 +101,14 @@ def _session_compilation_cache(factory: pytest.TempPathFactory) -> Path:
     (JAX_COMPILATION_CACHE_DIR; JAX's threshold: compiles over 1 s are written): the same tiny model
     compiled by many tests, and each fold of a cross-fitted run, load the executable instead of
     compiling it again (~8% off the training tests; BENCHMARKS.md, "The test suite"). pytest-xdist
-    workers inherit their controller's; one the caller set is used as it is."""
-    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(factory.mktemp("jax_cache"))
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
+    workers inherit their controller's; one the caller set is used as it is, and an empty one turns
+    the cache off for the suite's processes (the training subprocesses still get one of their own)."""
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = str(factory.mktemp("jax_cache"))
+    cache = os.environ["JAX_COMPILATION_CACHE_DIR"]
     if "jax" in sys.modules:  # imported before us (a plugin): the variable came too late for it
-        sys.modules["jax"].config.update("jax_compilation_cache_dir", cache)
-    return Path(cache)
+        sys.modules["jax"].config.update("jax_compilation_cache_dir", cache or None)
+    return Path(cache) if cache else factory.mktemp("jax_cache")
 
 
 @pytest.fixture(scope="session", autouse=True)
