@@ -75,7 +75,7 @@ def test_map_keeps_order_and_runs_in_parallel(sandbox):
     assert seen == list(range(10))
     sleeper = prog("import time\nprint(time.time())\ntime.sleep(1.0)\nprint(time.time())\nanswer = 1")
     results = list(sandbox.map([sleeper] * 2))
-    assert [r.status for r in results] == ["ok", "ok"]
+    assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
     (start_a, end_a), (start_b, end_b) = ([float(t) for t in r.stdout.split()] for r in results)
     assert max(start_a, start_b) < min(end_a, end_b)  # the two sleeps overlapped (2 workers)
 
@@ -148,6 +148,20 @@ def test_a_module_zygote_starts_in_one_worker_while_it_has_room():
         assert [answer(r) for r in results] == [1, 2.0]
         # least-loaded dispatch would have sent the numpy task to the idle worker 1 (a zygote of its own)
         assert sorted(len(zygotes_of(pid)) for pid in box.worker_pids()) == [0, 2]
+
+
+def test_preloaded_zygotes_have_imported_their_module_when_the_sandbox_is_ready():
+    """``preload``: every worker's zygote has finished importing before ``Sandbox()`` returns, so
+    the first tasks (and a benchmark's timed part) do not run beside a module import."""
+    task = Task("tests.sandbox_slow_import:run", {})
+    # readable: the zygotes import it from tests/, hidden where a clone under /tmp is covered
+    here = os.path.dirname(__file__)
+    with Sandbox(workers=2, limits=LIMITS, preload=[task.function], readable=[here]) as box:
+        ready_at = time.monotonic()
+        results = list(box.map([task, task]))
+        assert sorted(len(zygotes_of(pid)) for pid in box.worker_pids()) == [1, 1]
+    assert [r.status for r in results] == ["ok", "ok"], [r.error for r in results]
+    assert max(r.value["imported_at"] for r in results) < ready_at
 
 
 def test_pick_prefers_a_worker_with_the_module_then_the_least_loaded():

@@ -179,7 +179,8 @@ def test_hostile_corpus_passes_from_a_clone_under_tmp(tmp_path, mount_view):
     listening socket."""
     checkout, python = _clone(tmp_path / "my clone")
     (checkout / "tests").mkdir()
-    for name in ("__init__.py", "conftest.py", "test_hostile.py", "test_sandbox.py"):
+    for name in ("__init__.py", "conftest.py", "test_hostile.py", "test_sandbox.py",
+                 "sandbox_slow_import.py"):
         shutil.copy(REPO / "tests" / name, checkout / "tests" / name)
     shutil.copytree(REPO / "tests" / "hostile", checkout / "tests" / "hostile")
     shutil.copy(REPO / "pyproject.toml", checkout / "pyproject.toml")
@@ -251,3 +252,39 @@ def test_site_packages_added_by_pth_files_are_the_interpreters_and_nothing_else(
     (site_dir / "relative.pth").write_text("../deb/dist-packages\n")
     assert sandbox_paths.pth_site_dirs([str(site_dir), str(tmp_path / "missing")]) == [
         str(other), str(site_dir / "../deb/dist-packages")]
+
+
+def test_mounts_below_lists_the_binds_to_detach_before_a_removal_deepest_first(tmp_path):
+    """A worker detaches what is mounted under its directory before deleting it: the host /tmp is
+    bound read-only there, and a plain recursive removal walked all of it on every close."""
+    from lever_jax.execution import isolation
+
+    base = tmp_path / "base"
+    (base / "a b").mkdir(parents=True)
+    (base / "x").mkdir()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child: its own mount namespace, nothing reaches the host
+        try:
+            ok = isolation.unshare(isolation.CLONE_NEWNS) and isolation.mount(
+                None, "/", None, isolation.MS_REC | isolation.MS_PRIVATE, None)
+            for at in (base / "a b", base / "x"):
+                ok = ok and isolation.fresh_tmpfs(str(at), 1)
+            if ok:
+                (base / "x" / "y").mkdir()
+                ok = isolation.fresh_tmpfs(str(base / "x" / "y"), 1)
+            found = [isolation.mounts_below(str(base)), isolation.mounts_below(str(base / "x"))]
+            os.write(write_end, json.dumps(found if ok else None).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as handle:
+        found = json.loads(handle.read() or "null")
+    os.waitpid(pid, 0)
+    if found is None:
+        pytest.skip("no private mount namespace here (needs root): the worker has no binds to detach")
+    below_base, below_x = found
+    assert below_base[0] == str(base / "x" / "y")
+    assert sorted(below_base[1:]) == [str(base / "a b"), str(base / "x")]
+    assert below_x == [str(base / "x" / "y")]
+    assert isolation.mounts_below(str(base)) == []  # this process's namespace: nothing mounted there

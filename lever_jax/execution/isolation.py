@@ -10,6 +10,7 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import re
 import resource
 import signal
 from typing import Any, NamedTuple
@@ -32,6 +33,8 @@ PR_SET_NO_NEW_PRIVS = 38
 WRITABLE_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm")
 
 _libc = None
+
+_OCTAL = re.compile(r"\\([0-7]{3})")
 
 
 def libc() -> ctypes.CDLL:
@@ -71,6 +74,19 @@ TASK_INPUTS = "/lever-inputs"
 def umount(target: str) -> bool:
     """Lazily detach the mount at ``target`` (MNT_DETACH)."""
     return _call("umount2", target.encode(), ctypes.c_int(MNT_DETACH))
+
+
+def mounts_below(path: str) -> list[str]:
+    """The mount points strictly below ``path`` in this mount namespace, deepest first (from
+    /proc/self/mountinfo, its octal escapes decoded): what to detach before deleting ``path``, so
+    that the deletion never walks a bound host directory."""
+    root = os.path.realpath(path).rstrip("/") + "/"
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+            points = {_OCTAL.sub(lambda m: chr(int(m.group(1), 8)), line.split(" ")[4]) for line in handle}
+    except OSError:
+        return []
+    return sorted((p for p in points if p.startswith(root)), key=lambda p: p.count("/"), reverse=True)
 
 
 def _outermost(paths: list[str]) -> list[str]:

@@ -79,7 +79,9 @@ class Sandbox:
         interpreter and this package exists for the tasks (one under /tmp is found at
         :meth:`task_path`, never in the task's own, empty /tmp). ``disable``: layers not to use even
         where the kernel grants them (``"mount_view"``, ``"pid_namespace"``, ``"ipc_namespace"``),
-        to test the degraded paths or to measure what each costs."""
+        to test the degraded paths or to measure what each costs. ``preload``: task functions whose
+        modules' zygotes every worker starts, and has finished importing, before this returns
+        (otherwise a zygote starts with the first task of its module)."""
         self.limits = limits
         self._readable = [os.path.abspath(os.fspath(r)) for r in readable]
         self._disable = sorted(set(disable))

@@ -49,6 +49,7 @@ class Zygote:
                     sandbox_paths.relocate(*worker.relocation)
                 gc.collect()
                 gc.freeze()  # children's GC then leaves the inherited heap alone (fewer COW copies)
+                write_all(rep_w, encode_message({"ready": True}))
                 while True:
                     msg = read_message(req_r)
                     if msg is None:
@@ -70,9 +71,22 @@ class Zygote:
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
+        self.ready = False
+
+    def wait_ready(self) -> bool:
+        """Block until the zygote has imported its module (it says so once, before its first
+        task): a preloaded zygote is then warm, not importing beside the first tasks."""
+        if not self.ready:
+            try:
+                self.ready = bool((read_message(self.rep) or {}).get("ready"))
+            except ConnectionResetError:
+                pass
+        return self.ready
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         try:
+            if not self.wait_ready():
+                return None
             write_all(self.req, encode_message(msg))
             return read_message(self.rep)
         except (BrokenPipeError, ConnectionResetError):
