@@ -262,27 +262,24 @@ def test_mounts_below_lists_the_binds_to_detach_before_a_removal_deepest_first(t
     base = tmp_path / "base"
     (base / "a b").mkdir(parents=True)
     (base / "x").mkdir()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child: its own mount namespace, nothing reaches the host
-        try:
-            ok = isolation.unshare(isolation.CLONE_NEWNS) and isolation.mount(
-                None, "/", None, isolation.MS_REC | isolation.MS_PRIVATE, None)
-            for at in (base / "a b", base / "x"):
-                ok = ok and isolation.fresh_tmpfs(str(at), 1)
-            if ok:
-                (base / "x" / "y").mkdir()
-                ok = isolation.fresh_tmpfs(str(base / "x" / "y"), 1)
-            found = [isolation.mounts_below(str(base)), isolation.mounts_below(str(base / "x"))]
-            os.write(write_end, json.dumps(found if ok else None).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as handle:
-        found = json.loads(handle.read() or "null")
-    os.waitpid(pid, 0)
+    # In a process of its own (its own mount namespace: nothing reaches the host's mounts).
+    script = f"""
+import json, os
+from lever_jax.execution import isolation as i
+base = {str(base)!r}
+ok = i.unshare(i.CLONE_NEWNS) and i.mount(None, "/", None, i.MS_REC | i.MS_PRIVATE, None)
+ok = ok and i.fresh_tmpfs(base + "/a b", 1) and i.fresh_tmpfs(base + "/x", 1)
+if ok:
+    os.mkdir(base + "/x/y")  # in the tmpfs at x
+    ok = i.fresh_tmpfs(base + "/x/y", 1)
+print(json.dumps([i.mounts_below(base), i.mounts_below(base + "/x")] if ok else None))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
     if found is None:
-        pytest.skip("no private mount namespace here (needs root): the worker has no binds to detach")
+        pytest.skip("no mount view here (needs root and mount namespaces)")
     below_base, below_x = found
     assert below_base[0] == str(base / "x" / "y")
     assert sorted(below_base[1:]) == [str(base / "a b"), str(base / "x")]
