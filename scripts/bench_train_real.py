@@ -207,14 +207,17 @@ def bench_real(args) -> dict:
             fn(i)
         res[f"{name}_warmup_s"] = time.perf_counter() - t0
     wall = {k: 0.0 for k in sides}
+    cpu = {k: 0.0 for k in sides}  # CPU of all this process's threads: how many cores a side kept busy
     for i in range(args.warmup, args.warmup + args.steps):
         for name, fn in sides.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn(i)
             wall[name] += time.perf_counter() - t0
+            cpu[name] += time.process_time() - c0
     cands = args.steps * args.problems * args.candidates
     for name, fn in sides.items():
-        res[name] = {**fn.meta, "wall_s": wall[name], "candidates_per_s": cands / wall[name]}
+        res[name] = {**fn.meta, "wall_s": wall[name], "candidates_per_s": cands / wall[name],
+                     "cpu_s": cpu[name], "cores_busy": cpu[name] / wall[name]}
     res["ratio_train"] = res["jax"]["candidates_per_s"] / res["torch"]["candidates_per_s"]
     res["load_avg_end"] = os.getloadavg()
     return res

@@ -137,6 +137,18 @@ def test_bf16_compute_keeps_float32_params_and_outputs(params, score) -> None:
     np.testing.assert_allclose(s16, s32, atol=0.05)
 
 
+def test_bf16_compute_trains_under_jit_with_gradients_near_float32s(model, params) -> None:
+    """The backward pass in bfloat16 compiles and runs on this backend (XLA:CPU has no bf16 x bf16
+    -> f32 dot outside its library fusions) and stays near float32's gradients."""
+    model16 = EncoderDecoderVerifier(dataclasses.replace(CFG, dtype="bfloat16"))
+    tok = {"encoder_input_tokens": _tokens(4, (2, 3, 64))}
+    grad = lambda m: jax.jit(jax.grad(lambda p: m.score_batch(p, tok).sum()))(params)
+    g16, g32 = grad(model16), grad(model)
+    for a, b in zip(jax.tree_util.tree_leaves(g16), jax.tree_util.tree_leaves(g32)):
+        assert a.dtype == jnp.float32 and np.isfinite(np.asarray(a)).all()
+        np.testing.assert_allclose(a, b, atol=0.05 * float(np.abs(np.asarray(b)).max()) + 1e-6)
+
+
 def test_remat_gives_same_scores(params, score) -> None:
     tok = _tokens(6)
     m = EncoderDecoderVerifier(dataclasses.replace(CFG, remat=True))

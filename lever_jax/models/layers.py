@@ -31,6 +31,42 @@ def logical_param(module: nn.Module, name: str, init: Initializer, shape: Sequen
                         jnp.float32)
 
 
+@jax.custom_vjp
+def dense_matmul(x: Array, kernel: Array) -> Array:
+    """``x [..., in] @ kernel [in, out]``, accumulated and returned in float32.
+
+    The value and gradients of ``jnp.matmul(..., preferred_element_type=float32)``; the custom
+    backward only chooses the layout of the kernel gradient ``sum_t x_t g_t^T``. XLA:CPU's dot
+    kernels (YNNPACK) take the left operand with the contracted token axis minor, so one of x and
+    g is transposed. Autodiff's form transposed g, which XLA fused with g's producer (activation
+    backward, dropout mask) into a strided loop: a T5-small training step on this CPU spent ~5 s of
+    thread time in those loops (BENCHMARKS.md, "Round 4 (issue 23 item 2)"). Here the narrower of x
+    and g is transposed."""
+    return jnp.matmul(x, kernel, preferred_element_type=jnp.float32)
+
+
+def _dense_matmul_fwd(x: Array, kernel: Array) -> tuple[Array, tuple[Array, Array]]:
+    return dense_matmul(x, kernel), (x, kernel)
+
+
+def _dense_matmul_bwd(res: tuple[Array, Array], g: Array) -> tuple[Array, Array]:
+    x, kernel = res
+    # float32 operands, as autodiff's mixed-dtype dots promote them (XLA:CPU runs no bf16 x bf16 -> f32
+    # dot outside its YNNPACK fusions); a no-op in float32
+    f32 = jnp.float32
+    g, xf, kf = g.astype(f32), x.astype(f32), kernel.astype(f32)
+    dx = jax.lax.dot_general(g, kf, (((g.ndim - 1,), (1,)), ((), ())))
+    lead = tuple(range(x.ndim - 1))  # every token axis is contracted
+    if x.shape[-1] > g.shape[-1]:  # transpose g: sum_t g_t x_t^T, then the small [out, in] result
+        dk = jax.lax.dot_general(g, xf, ((lead, lead), ((), ()))).T
+    else:
+        dk = jax.lax.dot_general(xf, g, ((lead, lead), ((), ())))
+    return dx.astype(x.dtype), dk.astype(kernel.dtype)
+
+
+dense_matmul.defvjp(_dense_matmul_fwd, _dense_matmul_bwd)
+
+
 class Dense(nn.Module):
     """y = x @ kernel (+ bias) with a 2-D kernel named by `kernel_axes` (in, out)."""
 
@@ -49,8 +85,7 @@ class Dense(nn.Module):
             kernel = kernel[:, jnp.asarray(columns)]
         # float32 accumulation, then the compute dtype: with bfloat16 the CPU's bf16 dot kernels
         # (avx512_bf16) are only taken for a float32 result (BENCHMARKS.md "Round 3 (issue 23 item 2)")
-        y = jnp.matmul(x.astype(self.dtype), kernel.astype(self.dtype),
-                       preferred_element_type=jnp.float32).astype(self.dtype)
+        y = dense_matmul(x.astype(self.dtype), kernel.astype(self.dtype)).astype(self.dtype)
         if self.use_bias:
             bias = logical_param(self, "bias", nn.initializers.zeros, (self.features,),
                                  (self.kernel_axes[1],))
