@@ -537,7 +537,7 @@ def main() -> int:
             isolation.kill_uid(worker.uid)
         # The host directories bound read-only under base (bind_covered): detached first, or the
         # removal would walk all of the host's /tmp (1.3 s on a development machine) and fail there.
-        for point in isolation.mounts_below(worker.base):
+        for point in isolation.mounts_below(worker.base) if worker.base else ():
             isolation.umount(point)
         shutil.rmtree(worker.base, ignore_errors=True)
     return 0
