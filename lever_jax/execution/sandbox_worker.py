@@ -510,7 +510,7 @@ def main() -> int:
 
     for name in config["limits"].get("preload", ()):
         zygote_for(name.partition(":")[0])
-    for zygote in list(zygotes.values()):  # they import side by side; the hello means all are warm
+    for zygote in zygotes.values():  # they import side by side; the hello means all are warm
         zygote.wait_ready()
     write_all(out_fd, encode_message({"hello": worker.protections, "pid": os.getpid()}))
     try:

@@ -76,11 +76,8 @@ class Zygote:
     def wait_ready(self) -> bool:
         """Block until the zygote has imported its module (it says so once, before its first
         task): a preloaded zygote is then warm, not importing beside the first tasks."""
-        if not self.ready:
-            try:
-                self.ready = bool((read_message(self.rep) or {}).get("ready"))
-            except ConnectionResetError:
-                pass
+        if not self.ready:  # None: the zygote died (its pipe closed) before it was ready
+            self.ready = bool((read_message(self.rep) or {}).get("ready"))
         return self.ready
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any] | None:
