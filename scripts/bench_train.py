@@ -191,7 +191,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hf_feed", choices=("step", "per_problem"), default="step",
                         help="--real_lengths: HF pads the whole step, or one problem per forward (LEVER's loop)")
     parser.add_argument("--jax_accum", type=int, default=1,
-                        help="--real_lengths: our step as this many packed micro-batches (gradients accumulated)")
+                        help="--real_lengths: our step as this many micro-batches (gradients accumulated)")
+    parser.add_argument("--jax_feed", choices=("packed", "bucketed"), default="packed",
+                        help="--real_lengths: our trainer's feed (TrainDataConfig.batching): packed rows of "
+                             "--row_len, or each micro-batch padded to its own longest (rounded up)")
+    parser.add_argument("--jax_width_multiple", type=int, default=32,
+                        help="--jax_feed bucketed: micro-batch widths rounded up to this multiple")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args(argv)
     if args.real_lengths:
@@ -200,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
         res = bench_real(args)
         print(json.dumps({k: v for k, v in res.items()}, indent=1, default=str))
         feed = "one problem per forward" if args.hf_feed == "per_problem" else "padded to the batch's longest"
-        print(f"{args.model}: ours (packed, {args.jax_dtype}) {res['jax']['candidates_per_s']:.2f} candidates/s, "
+        print(f"{args.model}: ours ({args.jax_feed}, {args.jax_dtype}) {res['jax']['candidates_per_s']:.2f} candidates/s, "
               f"HF PyTorch ({args.hf_dtype}, {feed}, "
               f"{res['real_tokens_fraction_hf']:.0%} real tokens) {res['torch']['candidates_per_s']:.2f} candidates/s: "
               f"ratio {res['ratio_train']:.2f}x; load {res['load_avg_start']} -> {res['load_avg_end']}")

@@ -6,11 +6,15 @@ serialized as LEVER's verifier input (``question | program | result``, comments 
 tokens). HF PyTorch is fed the way LEVER feeds it: `--hf_feed step` pads the step's candidates to
 the longest in the batch; `--hf_feed per_problem` is LEVER's released training loop exactly: one
 problem's candidates per forward (padded to that problem's longest; LEVER runs one problem per GPU),
-gradients accumulated over the step's problems, one optimizer step. Ours packs the same candidates into rows of `--row_len` tokens (lever_jax.inputs.packing:
-segment ids, block-diagonal attention, per-segment pooling / one decoder position per segment) and
-takes LEVER's loss on the unpacked [P, K] logits (models.verifier.packed_loss_fn); `--jax_accum A`
-splits the step's problems into A micro-batches packed separately and accumulates their gradients
-(the trainer's feed, lever_jax.inputs.packing.packed_train_batch), so activations stay small.
+gradients accumulated over the step's problems, one optimizer step. Ours is
+`lever_jax.training.Trainer.train_step` fed the same candidates by the trainer's own feeds
+(`--jax_feed`, TrainDataConfig.batching): 'packed' rows of `--row_len` tokens (segment ids,
+block-diagonal attention, per-segment pooling / one decoder position per segment;
+lever_jax.inputs.packing.packed_train_batch) or 'bucketed' (each micro-batch padded to its own
+longest candidate, rounded up to `--jax_width_multiple`: LEVER's per-forward padding;
+packing.bucketed_train_batch); `--jax_accum A` splits the step's problems into A micro-batches
+whose gradients accumulate, so activations stay small. Compilation (every width of the timed steps
+for 'bucketed') happens before the timed steps.
 Models: T5 v1.1-small (random init, bundled SentencePiece ids) and the MiniLM encoder classifier
 (all-MiniLM-L6-v2 size, mean pooling; HF BertModel + mean pooling + Linear).
 Reports candidates/s (total candidates / total wall of the timed steps) and the ratio.
@@ -70,47 +74,61 @@ def _packed_steps(batches, row_len: int, accum: int) -> tuple[list[dict], int]:
     return steps, segs
 
 
-def jax_side(model: str, batches, row_len: int, accum: int = 1, dtype: str = "float32") -> Callable[[int], None]:
+def _bucketed_steps(batches, length: int, accum: int, multiple: int, tokens_key: str) -> list[dict]:
+    """Every step's micro-batches, each padded to its own longest candidate rounded up to
+    `multiple` (lever_jax.inputs.packing.bucketed_train_batch: the trainer's 'bucketed' feed, on
+    blocks `length` wide as the trainer's batcher builds them)."""
+    from lever_jax.inputs import bucketed_train_batch
+
+    full = lambda t: np.pad(t, ((0, 0), (0, 0), (0, length - t.shape[-1])))
+    return [bucketed_train_batch(full(t), np.ones(y.shape, bool), y, tokens_key, accum_steps=accum,
+                                 multiple=multiple) for t, y in batches]
+
+
+def jax_side(model: str, batches, row_len: int, accum: int = 1, dtype: str = "float32",
+             feed: str = "packed", multiple: int = 32) -> Callable[[int], None]:
+    """Our step: `lever_jax.training.Trainer.train_step` (LEVER's loss, AdamW, clipping, dropout
+    0.1, the trainer's XLA:CPU options) fed `feed` ('packed': `accum` packed micro-batches of
+    `row_len`-token rows, padded to one shape for all steps; 'bucketed': `accum` micro-batches,
+    each cut to its own longest candidate rounded up to `multiple`, one compilation per width)."""
     import jax
-    import jax.numpy as jnp
-    import optax
 
     from lever_jax.models import EncoderClassifierVerifier, EncoderDecoderVerifier, encoder_config, t5_config
-    from flax import linen as nn
+    from lever_jax.training import OptimizerConfig, Trainer, partitioning
 
     if model == "minilm":
         verifier = EncoderClassifierVerifier(encoder_config("minilm", dropout_rate=0.1, dtype=dtype))
-        key = "input_tokens"
     else:
         verifier = EncoderDecoderVerifier(t5_config("small", dropout_rate=0.1, dtype=dtype))
-        key = "encoder_input_tokens"
-    params = nn.unbox(verifier.get_initial_variables(jax.random.PRNGKey(0), {key: (1, 1, 8)}))["params"]
-    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-4, weight_decay=0.1))
-    host, segs = _packed_steps(batches, row_len, accum)  # [accum, ...] micro-batches per step
-    fills = [float((b["segment_ids"] > 0).mean()) for b in host]
-
-    @jax.jit
-    def step(state, batch, rng):
-        p, opt = state
-
-        def micro(total, mb):  # equal problems per micro-batch: the mean of micro means is LEVER's loss
-            m, b = mb
-            g = jax.grad(lambda q: verifier.packed_loss_fn(q, b, jax.random.fold_in(rng, m), segs)[0])(p)
-            return jax.tree_util.tree_map(jnp.add, total, g), None
-
-        grads, _ = jax.lax.scan(micro, jax.tree_util.tree_map(jnp.zeros_like, p), (jnp.arange(accum), batch))
-        grads = jax.tree_util.tree_map(lambda g: g / accum, grads)
-        updates, opt = tx.update(grads, opt, p)
-        return optax.apply_updates(p, updates), opt
-
-    holder = {"state": (params, tx.init(params))}
+    mesh, rules = partitioning.make_mesh(), partitioning.logical_axis_rules("data")
+    trainer = Trainer(verifier, OptimizerConfig(learning_rate=1e-4, warmup_steps=0), 1000, mesh, rules,
+                      row_len, accum_steps=accum, batching=feed)
+    holder = {"state": trainer.init_state(0)}
+    if feed == "packed":
+        host, segs = _packed_steps(batches, row_len, accum)
+        for b in host:
+            b["num_segments"] = segs
+        meta = {"row_len": row_len, "rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]),
+                "segments_per_row": segs,
+                "mean_fill": float(np.mean([(b["segment_ids"] > 0).mean() for b in host]))}
+    else:
+        host = _bucketed_steps(batches, row_len, accum, multiple, verifier.tokens_key)
+        widths = [w for b in host for w in b["micro_widths"]]
+        meta = {"width_multiple": multiple, "widths": sorted(set(widths)),
+                "mean_fill": float(np.sum([(t > 0).sum() for t, _ in batches]) /
+                                   np.sum([b["candidate_mask"][m].size * w for b in host
+                                           for m, w in enumerate(b["micro_widths"])]))}
 
     def run(i: int) -> None:
-        holder["state"] = step(holder["state"], host[i], jax.random.PRNGKey(i))
-        jax.block_until_ready(holder["state"][0])
+        holder["state"], metrics = trainer.train_step(holder["state"], host[i])
+        jax.block_until_ready(metrics["loss"])
 
-    run.meta = {"rows_per_micro_batch": int(host[0]["packed_tokens"].shape[1]), "micro_batches": accum,
-                "dtype": dtype, "row_len": row_len, "segments_per_row": segs, "mean_fill": float(np.mean(fills))}
+    def compile_all() -> None:  # every timed step's programs, without an update ('bucketed': a width each)
+        for b in host:
+            jax.block_until_ready(trainer.loss_and_grads(holder["state"], b))
+
+    run.compile_all = compile_all if feed == "bucketed" else (lambda: None)
+    run.meta = {"feed": feed, "micro_batches": accum, "dtype": dtype, **meta}
     return run
 
 
@@ -194,7 +212,8 @@ def bench_real(args) -> dict:
     batches = real_batches(args.model, args.warmup + args.steps, args.problems, args.candidates, args.length)
     widths = [t.shape[-1] for t, _ in batches]
     real = [int((t > 0).sum()) for t, _ in batches]
-    sides = {"jax": jax_side(args.model, batches, args.row_len, args.jax_accum, args.jax_dtype),
+    sides = {"jax": jax_side(args.model, batches, args.row_len, args.jax_accum, args.jax_dtype, args.jax_feed,
+                             args.jax_width_multiple),
              "torch": torch_side(args.model, batches, args.torch_threads, args.hf_feed, dtype=args.hf_dtype)}
     res: dict = {"model": args.model, "load_avg_start": os.getloadavg(),
                  "candidates_per_step": args.problems * args.candidates,
@@ -205,6 +224,7 @@ def bench_real(args) -> dict:
         t0 = time.perf_counter()
         for i in range(args.warmup):
             fn(i)
+        getattr(fn, "compile_all", lambda: None)()  # compile time stays out of the timed steps
         res[f"{name}_warmup_s"] = time.perf_counter() - t0
     wall = {k: 0.0 for k in sides}
     cpu = {k: 0.0 for k in sides}  # CPU of all this process's threads: how many cores a side kept busy

@@ -1,9 +1,9 @@
 """Where our training step's time goes on this backend: thread time per XLA operation kind.
 
-    python scripts/profile_train_step.py [--model t5|minilm] [--dtype float32|bfloat16] [--top 12]
+    python scripts/profile_train_step.py [--model t5|minilm] [--dtype float32|bfloat16] [--feed packed|bucketed] [--top 12]
 
 Builds the step of ``scripts/bench_train.py --real_lengths --hf_feed per_problem`` (LEVER's GSM8k
-shape: T5 4 problems x 5 candidates as 4 packed micro-batches, MiniLM 8 x 5 as 8), compiles it,
+shape: T5 4 problems x 5 candidates as 4 micro-batches, MiniLM 8 x 5 as 8), compiles it,
 then traces one step with ``jax.profiler`` (XLA:CPU's per-operation trace events switched on
 with ``--xla_cpu_enable_xprof_traceme``) and sums the events' durations by operation
 (``copy_bitcast_fusion.12``) and by kind (``copy_bitcast_fusion``). Durations are thread time:
@@ -31,6 +31,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=("t5", "minilm"), default="t5")
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    parser.add_argument("--feed", choices=("packed", "bucketed"), default="packed",
+                        help="the trainer's feed (bench_train.py --jax_feed)")
     parser.add_argument("--top", type=int, default=12, help="operations and kinds to list")
     args = parser.parse_args()
     if FLAG not in os.environ.get("XLA_FLAGS", ""):  # XLA reads its flags once, at backend start
@@ -41,8 +43,9 @@ def main() -> int:
 
     problems, accum = (4, 4) if args.model == "t5" else (8, 8)
     batches = real_batches(args.model, 2, problems, 5, 512)
-    step = jax_side(args.model, batches, 512, accum, args.dtype)
+    step = jax_side(args.model, batches, 512, accum, args.dtype, args.feed)
     step(0)  # compile
+    step.compile_all()
     with tempfile.TemporaryDirectory() as log_dir:
         start = time.perf_counter()
         with jax.profiler.trace(log_dir, create_perfetto_trace=True):
@@ -60,7 +63,7 @@ def main() -> int:
     by_kind: collections.Counter = collections.Counter()
     for name, ms in by_op.items():
         by_kind[re.sub(r"\.\d+$", "", name)] += ms
-    print(f"{args.model} {args.dtype}: one step ({problems} problems x 5 candidates, {accum} micro-batches), "
+    print(f"{args.model} {args.dtype} {args.feed}: one step ({problems} problems x 5 candidates, {accum} micro-batches), "
           f"{wall:.2f} s wall incl. tracing; {sum(by_op.values()) / 1e3:.2f} s of operation thread time")
     print("\nthread time by kind (ms):")
     for kind, ms in by_kind.most_common(args.top):

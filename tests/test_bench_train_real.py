@@ -1,5 +1,6 @@
 """scripts/bench_train_real.py: HF fed one problem per forward (LEVER's loop, gradients accumulated)
-takes the same optimizer step as HF fed the whole step padded to its longest."""
+takes the same optimizer step as HF fed the whole step padded to its longest; our feeds hold every
+candidate once, packed into one shape, or each micro-batch cut to its own longest candidate."""
 from __future__ import annotations
 
 import sys
@@ -57,3 +58,21 @@ def test_packed_micro_batches_share_one_shape_and_hold_every_candidate_once() ->
         np.testing.assert_array_equal(b["labels"][0], labels[0::2])  # problem g -> micro-batch g % 2 (trainer)
         np.testing.assert_array_equal(b["labels"][1], labels[1::2])
         assert segs >= int(b["sequence_segment"][real].max())
+
+
+def test_bucketed_micro_batches_are_cut_to_their_own_longest_candidate() -> None:
+    from bench_train_real import _bucketed_steps
+
+    rng = np.random.default_rng(2)
+    tokens = np.zeros((4, 3, 300), np.int32)  # real_batches pads a step to its longest, not to 512
+    lengths = rng.integers(1, 301, (4, 3))
+    lengths[1, 2] = 300  # micro-batch 1 (problems 1 and 3) holds the longest candidate
+    for p in range(4):
+        for k in range(3):
+            tokens[p, k, :lengths[p, k]] = rng.integers(5, 1000, lengths[p, k])
+    labels = rng.integers(0, 2, (4, 3)).astype(np.int32)
+    (step,) = _bucketed_steps([(tokens, labels)], length=512, accum=2, multiple=32, tokens_key="t")
+    assert step["micro_widths"] == (-(-int(lengths[0::2].max()) // 32) * 32, 320)  # multiples of 32, not 300
+    for m in range(2):  # problem g -> micro-batch g % 2 (the trainer's split), every token kept
+        np.testing.assert_array_equal(step["labels"][m], labels[m::2])
+        assert int((step["t"][m][..., :step["micro_widths"][m]] > 0).sum()) == int(lengths[m::2].sum())

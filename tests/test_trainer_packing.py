@@ -1,8 +1,9 @@
 """`lever-jax train`'s feeds (TrainDataConfig.batching = 'packed' | 'bucketed' | 'padded'): through the
 trainer's real step, packed and bucketed batches give LEVER's loss and gradients exactly as the
 padded [P, K, L] block does (one step, with and without gradient accumulation, T5 and encoder),
-a short run gives the same losses, scoring does not depend on the feed, the packed batch shards
-over the mesh's 'data' axis (2 fake devices, subprocess), and the gin switch round-trips."""
+a short run gives the same losses, scoring does not depend on the feed, packed and bucketed
+batches shard over the mesh's 'data' axis (2 fake devices, subprocess), and the gin switch
+round-trips. 'bucketed' with gradient accumulation runs each micro-batch at its own width."""
 from __future__ import annotations
 
 import json
@@ -19,7 +20,8 @@ import pytest
 from lever_jax.data.errors import UserError
 from lever_jax.inputs.batching import ProblemExamples
 from lever_jax.inputs.feeds import TrainBatcher
-from lever_jax.inputs.packing import BATCHING_MODES, packed_train_batch, sequence_lengths
+from lever_jax.inputs.packing import (BATCHING_MODES, bucketed_train_batch, packed_train_batch,
+                                     sequence_lengths)
 from lever_jax.inputs.tokenizers import get_vocabulary
 from lever_jax.models.configs import encoder_config, t5_config
 from lever_jax.models.verifier import EncoderClassifierVerifier, EncoderDecoderVerifier
@@ -59,7 +61,8 @@ def _setup(kind: str, batching: str, accum: int, problems_per_batch: int = 4, st
     trainer = Trainer(model, OptimizerConfig(learning_rate=1e-3, warmup_steps=0), steps, mesh, rules,
                       LENGTH, accum_steps=accum, dropout=False, batching=batching)
     batcher = TrainBatcher(_problems(), get_vocabulary("byte"), LENGTH, problems_per_batch, 5, seed=1,
-                           tokens_key=model.tokens_key, batching=batching, accum_steps=accum)
+                           tokens_key=model.tokens_key, batching=batching, accum_steps=accum,
+                           bucket_multiple=8)
     return trainer, batcher
 
 
@@ -70,7 +73,9 @@ def _assert_trees_close(got, want) -> None:
         np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4 * scale + 1e-9)
 
 
-# Both models, both step paths (accum 1: one micro-batch; accum 2: the scan), both alternative feeds.
+# Both models, both step paths (accum 1: one micro-batch; accum 2: the scan, or a call per micro-batch
+# for 'bucketed'), both alternative feeds. STEP: a batch whose two micro-batches differ in width.
+STEP = 3
 @pytest.mark.slow
 @pytest.mark.parametrize("kind,accum", [("t5", 2), ("encoder", 1)])
 def test_train_step_loss_and_grads_match_padded(kind: str, accum: int) -> None:
@@ -78,10 +83,12 @@ def test_train_step_loss_and_grads_match_padded(kind: str, accum: int) -> None:
     for batching in BATCHING_MODES:
         trainer, batcher = _setup(kind, batching, accum)
         state = trainer.init_state(0)
-        host = batcher.host_batch(0)
+        host = batcher.host_batch(STEP)
         if batching == "packed":  # really packed: fewer rows than candidates, and rows reused
             assert host["packed_tokens"].shape[0] * host["packed_tokens"].shape[1] < host["candidate_mask"].sum()
-        if batching == "bucketed":
+        if batching == "bucketed" and accum > 1:  # each micro-batch cut to its own width
+            assert len(set(host["micro_widths"])) == accum and max(host["micro_widths"]) <= LENGTH
+        elif batching == "bucketed":
             assert host[trainer.model.tokens_key].shape[-1] <= LENGTH
         results[batching] = jax.device_get(trainer.loss_and_grads(state, host))
     (want_m, want_g) = results["padded"]
@@ -103,11 +110,12 @@ def test_packed_batch_is_smaller_than_padded() -> None:
 
 
 @pytest.mark.slow
-def test_short_run_packed_matches_padded() -> None:
-    kind = "encoder"  # T5's packed step runs in test_packed_batch_shards_on_data_axis too
+@pytest.mark.parametrize("batching,accum", [("packed", 1), ("bucketed", 2)])
+def test_short_run_matches_padded(batching: str, accum: int) -> None:
+    kind = "encoder"  # T5's feeds run in test_packed_and_bucketed_batches_shard_on_data_axis
     losses = {}
-    for batching in ("padded", "packed"):
-        trainer, batcher = _setup(kind, batching, 1, problems_per_batch=2, steps=6)
+    for batching in ("padded", batching):
+        trainer, batcher = _setup(kind, batching, accum, problems_per_batch=2, steps=6)
         state = trainer.init_state(3)
         run = []
         for step in range(6):
@@ -115,7 +123,7 @@ def test_short_run_packed_matches_padded() -> None:
             run.append(float(metrics["loss"]))
         losses[batching] = run
     assert len(set(np.round(losses["padded"], 4))) > 1  # it trains: the losses move
-    np.testing.assert_allclose(losses["packed"], losses["padded"], rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(losses[batching], losses["padded"], rtol=2e-4, atol=2e-5)
 
 
 @pytest.mark.slow
@@ -134,13 +142,18 @@ def test_bucketed_scoring_matches_padded(kind: str) -> None:
     np.testing.assert_allclose(scores["packed"], scores["padded"], rtol=1e-5, atol=1e-5)
 
 
-def test_packed_train_batch_hosts_agree_on_shapes_and_indices() -> None:
-    rs = np.random.RandomState(0)
-    tokens = np.zeros((8, 3, 20), np.int32)
+def _ragged_block(seed: int, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A global [8, 3, length] block of ragged candidates (about 1 in 5 masked off) and labels."""
+    rs = np.random.RandomState(seed)
+    tokens = np.zeros((8, 3, length), np.int32)
     mask = rs.rand(8, 3) > 0.2
     for idx in zip(*np.nonzero(mask)):
-        tokens[idx][: rs.randint(2, 21)] = 7
-    labels = rs.randint(0, 2, (8, 3)).astype(np.int32)
+        tokens[idx][: rs.randint(2, length + 1)] = 7
+    return tokens, mask, rs.randint(0, 2, (8, 3)).astype(np.int32)
+
+
+def test_packed_train_batch_hosts_agree_on_shapes_and_indices() -> None:
+    tokens, mask, labels = _ragged_block(0, 20)
     parts = [packed_train_batch(tokens, mask, labels, 20, accum_steps=2, hosts=2, host=h) for h in range(2)]
     assert parts[0]["packed_tokens"].shape == parts[1]["packed_tokens"].shape
     rows = parts[0]["packed_tokens"].shape[1]
@@ -155,6 +168,24 @@ def test_packed_train_batch_hosts_agree_on_shapes_and_indices() -> None:
                 prob, cand = divmod(int(slot), 3)
                 want = sequence_lengths(tokens[m::2][prob, cand], 0)
                 assert (seg[row] == s).sum() == want and 0 <= row < 2 * rows
+
+
+def test_bucketed_train_batch_splits_like_the_padded_step_with_global_widths() -> None:
+    tokens, mask, labels = _ragged_block(1, 40)
+    tokens[5, 0, :] = 7  # a candidate of the full length: its micro-batch (5 % 2 = 1) is 40 wide
+    mask[5, 0] = True
+    parts = [bucketed_train_batch(tokens, mask, labels, "t", accum_steps=2, hosts=2, host=h, multiple=8)
+             for h in range(2)]
+    assert parts[0]["micro_widths"] == parts[1]["micro_widths"]  # every host compiles the same programs
+    lengths = np.where(mask, sequence_lengths(tokens, 0), 0)
+    want = tuple(min(40, -(-int(lengths[m::2].max()) // 8) * 8) for m in range(2))
+    assert parts[0]["micro_widths"] == want and want[1] == 40 and want[0] < 40
+    for m in range(2):  # micro-batch m holds global problems m, m+2, ... (the padded split)
+        glob = np.concatenate([p["t"][m] for p in parts])
+        np.testing.assert_array_equal(glob, tokens[m::2][..., :glob.shape[-1]])
+        np.testing.assert_array_equal(np.concatenate([p["labels"][m] for p in parts]), labels[m::2])
+        np.testing.assert_array_equal(np.concatenate([p["candidate_mask"][m] for p in parts]), mask[m::2])
+        assert not tokens[m::2][..., want[m]:].any()  # cutting to the width drops padding only
 
 
 def test_gin_switch_round_trips(tmp_path) -> None:
@@ -184,14 +215,14 @@ def test_gin_switch_round_trips(tmp_path) -> None:
 
 SHARDED = r"""
 import json, jax, numpy as np
-from tests.test_trainer_packing import _setup
+from tests.test_trainer_packing import STEP, _setup
 assert jax.device_count() == 2
 out = {}
-for batching in ("padded", "packed"):
+for batching in ("padded", "packed", "bucketed"):
     trainer, batcher = _setup("t5", batching, 2)
     state = trainer.init_state(0)
-    host = batcher.host_batch(0)
-    batch = trainer.device_batch(host)
+    host = batcher.host_batch(STEP)
+    batch = trainer.micro_batch(host, 0) if batching == "bucketed" else trainer.device_batch(host)
     key = "packed_tokens" if batching == "packed" else "encoder_input_tokens"
     shards = {tuple(s.data.shape) for s in batch[key].addressable_shards}
     metrics, grads = jax.device_get(trainer.loss_and_grads(state, host))
@@ -203,7 +234,7 @@ print("RESULT" + json.dumps(out))
 
 
 @pytest.mark.slow
-def test_packed_batch_shards_on_data_axis() -> None:
+def test_packed_and_bucketed_batches_shard_on_data_axis() -> None:
     env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
     env["XLA_FLAGS"] = with_devices(2, env)
     proc = subprocess.run([sys.executable, "-c", SHARDED], env=env, cwd=ROOT, capture_output=True,
@@ -212,6 +243,10 @@ def test_packed_batch_shards_on_data_axis() -> None:
     out = json.loads(proc.stdout.split("RESULT", 1)[1])
     packed = out["packed"]
     assert len(packed["shards"]) == 1 and packed["shards"][0][1] * 2 == packed["full"][1]  # rows split in 2
-    np.testing.assert_allclose(packed["loss"], out["padded"]["loss"], rtol=1e-5)
-    for a, b in zip(packed["grad"], out["padded"]["grad"]):
-        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4 * (np.abs(b).max() + 1e-9))
+    bucketed = out["bucketed"]  # micro-batch 0: its problems split in 2, cut to its own width
+    assert len(bucketed["shards"]) == 1 and bucketed["shards"][0][0] * 2 == bucketed["full"][0]
+    assert bucketed["full"][-1] < LENGTH
+    for feed in (packed, bucketed):
+        np.testing.assert_allclose(feed["loss"], out["padded"]["loss"], rtol=1e-5)
+        for a, b in zip(feed["grad"], out["padded"]["grad"]):
+            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4 * (np.abs(b).max() + 1e-9))

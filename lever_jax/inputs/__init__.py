@@ -12,6 +12,7 @@ _EXPORTS: dict[str, str] = {
     "iter_examples": "examples:iter_examples", "bundled_pool_files": "examples:bundled_pool_files",
     "encode_example": "batching:encode_example", "batch_features": "batching:batch_features",
     "pad_to": "batching:pad_to", "packed_train_batch": "packing:packed_train_batch",
+    "bucketed_train_batch": "packing:bucketed_train_batch",
     "TrainBatcher": "feeds:TrainBatcher", "EvalSet": "feeds:EvalSet", "load_eval_set": "feeds:load_eval_set",
     "numpy_problems": "feeds:numpy_problems", "resolve_task": "feeds:resolve_task",
 }

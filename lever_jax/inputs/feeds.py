@@ -31,7 +31,7 @@ from lever_jax.inputs.serialize import lower_code
 from lever_jax.inputs.batching import ProblemBatcher, ProblemExamples, frame_examples, frame_ids, pad_to, task_problems
 from lever_jax.inputs.serialize import SerializeOptions
 from lever_jax.inputs.examples import TaskSpec, find_spec, iter_spec_problems, problem_examples
-from lever_jax.inputs.packing import BATCHING_MODES, bucketed_width, packed_train_batch
+from lever_jax.inputs.packing import BATCHING_MODES, bucketed_train_batch, bucketed_width, packed_train_batch
 from lever_jax.inputs.tokenizers import TextTokenizer
 
 log = logging.getLogger(__name__)
@@ -197,7 +197,9 @@ class TrainBatcher(ProblemBatcher):
 
     - 'padded': [P_h, K, L] at the full inputs length;
     - 'bucketed': [P_h, K, W], W = the whole batch's longest candidate rounded up to
-      `bucket_multiple` (LEVER's own collate pads to the batch's longest);
+      `bucket_multiple` (LEVER's own collate pads to the batch's longest); with `accum_steps` > 1
+      each micro-batch padded to its own longest, as LEVER's loop pads each forward
+      (:func:`lever_jax.inputs.packing.bucketed_train_batch`);
     - 'packed': the host's micro-batches packed into rows of L tokens
       (:func:`lever_jax.inputs.packing.packed_train_batch`; `accum_steps` micro-batches).
 
@@ -221,8 +223,12 @@ class TrainBatcher(ProblemBatcher):
         bucketed) or packed (see the class docstring)."""
         batch = self.batch(step)
         tokens = batch.pop("input_tokens")
+        per_host = self.host_rows.stop - self.host_rows.start
+        if self.batching == "bucketed" and self.accum_steps > 1:
+            return bucketed_train_batch(tokens, batch["candidate_mask"], batch["labels"], self.tokens_key,
+                                        self.tok.pad_id, self.accum_steps, hosts=self.P // per_host,
+                                        host=self.host_rows.start // per_host, multiple=self.bucket_multiple)
         if self.batching == "packed":
-            per_host = self.host_rows.stop - self.host_rows.start
             return packed_train_batch(tokens, batch["candidate_mask"], batch["labels"], self.length,
                                       self.tok.pad_id, self.accum_steps, hosts=self.P // per_host,
                                       host=self.host_rows.start // per_host,

@@ -245,3 +245,29 @@ def packed_train_batch(tokens: np.ndarray, candidate_mask: np.ndarray, labels: n
     result: dict[str, object] = {key: np.stack(values) for key, values in out.items()}
     result["num_segments"] = segs
     return result
+
+
+def bucketed_train_batch(tokens: np.ndarray, candidate_mask: np.ndarray, labels: np.ndarray,
+                         tokens_key: str, pad_id: int = 0, accum_steps: int = 1, hosts: int = 1,
+                         host: int = 0, multiple: int = 32) -> dict[str, object]:
+    """A global LEVER block [P, K, L] -> this host's micro-batches, each padded to its own longest.
+
+    LEVER's loop pads every forward's candidates to *their* longest (one problem per GPU and
+    forward, gradients accumulated); one width for the whole batch would pad every micro-batch to
+    the batch's longest. Keys: `tokens_key` [a, Pm_h, K, W] (W = the widest micro-batch),
+    'labels' / 'candidate_mask' [a, Pm_h, K], and 'micro_widths' (a tuple of a ints: micro-batch
+    m's longest candidate over all hosts, rounded up to `multiple`, at most L; the trainer cuts
+    micro-batch m to it, one compilation per width). Micro-batch m holds the host's rows m, m + a,
+    ... (the padded feed's split inside the step), so both compute the same loss."""
+    p, k, length = tokens.shape
+    a = accum_steps
+    if p % (hosts * a):
+        raise ValueError(f"{p} problems not divisible by {hosts} hosts x accum_steps={a}")
+    lengths = np.where(np.asarray(candidate_mask, bool), sequence_lengths(tokens, pad_id), 0)
+    widths = tuple(min(length, round_up(max(int(lengths[m::a].max(initial=1)), 1), multiple))
+                   for m in range(a))  # global row g is in micro-batch g % a on every host
+    per_host = p // hosts
+    rows = slice(host * per_host, (host + 1) * per_host)
+    split = lambda x: np.stack([x[rows][m::a] for m in range(a)])  # host row i*a+m -> [m, i]
+    return {tokens_key: split(tokens)[..., :max(widths)], "labels": split(np.asarray(labels, np.int32)),
+            "candidate_mask": split(np.asarray(candidate_mask, bool)), "micro_widths": widths}

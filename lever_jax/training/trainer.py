@@ -6,7 +6,8 @@
   replicated); batches are sharded on 'data' along the problem axis.
 - `make_optimizer`: optax AdamW (LEVER: weight decay 0.1) on a linear warm-up then linear decay
   schedule (HF `get_linear_schedule_with_warmup`), after global-norm clipping (1.0).
-- Gradient accumulation scans over `accum_steps` micro-batches inside the jitted step. Micro-batch
+- Gradient accumulation scans over `accum_steps` micro-batches inside the jitted step ('bucketed'
+  batches: one jitted call per micro-batch, each cut to its own width, then the update). Micro-batch
   losses are LEVER's per-problem means; the step accumulates *sums* over problems and divides by
   the batch's number of valid problems, so accumulating is exactly the gradient of the whole
   batch's loss (tested), not a mean of micro-batch means.
@@ -17,11 +18,12 @@
   traced and run under `jax.set_mesh(mesh)` + `nn.logical_axis_rules(rules)`.
 - `batching` (lever_jax.inputs.packing.BATCHING_MODES) says what a host batch holds: 'padded'
   and 'bucketed' are LEVER's [P, K, W] blocks (W = inputs_length, or the batch's longest rounded
-  up), 'packed' the micro-batched packed rows of `packing.packed_train_batch` (leading axis =
-  micro-batch, sharded on 'data' along the rows); the packed step scatters per-segment logits
-  back to [P, K] and takes the same LEVER loss (tests/test_trainer_packing.py). Scoring
-  (`score_tokens`) sorts candidates by length and pads each chunk to its own longest (rounded)
-  unless batching is 'padded'.
+  up; 'bucketed' with accum_steps > 1: [a, P / a, K, W] and each micro-batch's own width,
+  `packing.bucketed_train_batch`), 'packed' the micro-batched packed rows of
+  `packing.packed_train_batch` (leading axis = micro-batch, sharded on 'data' along the rows);
+  the packed step scatters per-segment logits back to [P, K] and takes the same LEVER loss
+  (tests/test_trainer_packing.py). Scoring (`score_tokens`) sorts candidates by length and pads
+  each chunk to its own longest (rounded) unless batching is 'padded'.
 """
 from __future__ import annotations
 
@@ -123,6 +125,16 @@ _CANDIDATE_MEANS = ("candidate_acc", "mean_p_yes")
 _COUNTS = ("num_problems", "num_candidates", "num_positives")
 
 
+def _zero_sums() -> dict[str, jax.Array]:
+    return {k: jnp.zeros((), jnp.float32) for k in _PROBLEM_MEANS + _CANDIDATE_MEANS + _COUNTS}
+
+
+def _batch_loss_and_grads(grads: Any, sums: dict) -> tuple[dict, Any]:
+    """Gradient and metric sums over a batch's problems -> (loss and counts, mean gradient)."""
+    n = jnp.maximum(sums["num_problems"], 1.0)
+    return {"loss": sums["loss"] / n, **{k: sums[k] for k in _COUNTS}}, jax.tree.map(lambda g: g / n, grads)
+
+
 class Trainer:
     """Builds the sharded state and the jitted train / score steps for one model and mesh."""
 
@@ -158,6 +170,7 @@ class Trainer:
         self._rep = rep
         self._train_steps: dict[int, Any] = {}  # num_segments (static; 0 = not packed) -> jitted step
         self._grad_fns: dict[int, Any] = {}
+        self._micro_jits: Optional[tuple[Any, Any, Any]] = None  # see _micro_fns
         self._score = partitioning.sharded_jit(
             lambda params, batch: self.model.score_batch(params, batch), mesh, rules,
             in_shardings=(self.param_shardings, self.batch_sharding), out_shardings=rep)
@@ -224,7 +237,7 @@ class Trainer:
             (_, sums), grads = grad_fn(params, one, step_rng if self.dropout else None)
             return grads, sums
         zero_grads = jax.tree.map(jnp.zeros_like, params)
-        zero_sums = {k: jnp.zeros((), jnp.float32) for k in _PROBLEM_MEANS + _CANDIDATE_MEANS + _COUNTS}
+        zero_sums = _zero_sums()
 
         def body(carry, xs):
             acc_g, acc_s = carry
@@ -239,6 +252,10 @@ class Trainer:
     def _step(self, state: TrainState, batch: Batch, num_segments: int = 0) -> tuple[TrainState, dict]:
         step_rng = jax.random.fold_in(state.rng, state.step)
         grads, sums = self._grad_sums(state.params, batch, step_rng, num_segments)
+        return self._finish(state, grads, sums)
+
+    def _finish(self, state: TrainState, grads: Any, sums: dict) -> tuple[TrainState, dict]:
+        """The optimizer update from gradient and metric sums over the batch's problems."""
         n_prob = jnp.maximum(sums["num_problems"], 1.0)
         n_cand = jnp.maximum(sums["num_candidates"], 1.0)
         grads = jax.tree.map(lambda g: g / n_prob, grads)
@@ -267,18 +284,68 @@ class Trainer:
                 out_shardings=(self.state_shardings, self._rep), donate_argnums=(0,))
         return self._train_steps[num_segments]
 
+    # ------------------------------------------------------------------ micro-batches of their own width
+    def _accumulate(self, state: TrainState, acc: tuple[Any, dict], batch: Batch,
+                    micro: jax.Array) -> tuple[Any, dict]:
+        """`acc` plus micro-batch `micro`'s (gradient sums, metric sums): the scan body's work,
+        with the scan's dropout key."""
+        step_rng = jax.random.fold_in(state.rng, state.step)
+        rng = jax.random.fold_in(step_rng, micro) if self.dropout else None
+        grad_fn = jax.value_and_grad(lambda p: self._micro_loss(p, batch, rng), has_aux=True)
+        (_, sums), grads = grad_fn(state.params)
+        return jax.tree.map(jnp.add, acc, (grads, sums))
+
+    def _micro_fns(self) -> tuple[Any, Any, Any]:
+        """Jitted (zero sums, accumulate one micro-batch, optimizer update), built once; the
+        accumulation compiles once per micro-batch width."""
+        if self._micro_jits is None:
+            acc_sh = (self.param_shardings, self._rep)
+            zeros = lambda params: (jax.tree.map(jnp.zeros_like, params), _zero_sums())
+            jit = lambda fn, ins, outs, donate: partitioning.sharded_jit(
+                fn, self.mesh, self.rules, in_shardings=ins, out_shardings=outs, donate_argnums=donate)
+            self._micro_jits = (
+                jit(zeros, (self.param_shardings,), acc_sh, ()),
+                jit(self._accumulate, (self.state_shardings, acc_sh, self.batch_sharding, self._rep),
+                    acc_sh, (1,)),
+                jit(lambda state, acc: self._finish(state, *acc), (self.state_shardings, acc_sh),
+                    (self.state_shardings, self._rep), (0,)))
+        return self._micro_jits
+
+    def _micro_sums(self, state: TrainState, host_batch: Batch) -> tuple[Any, dict]:
+        """(gradient sums, metric sums) over a 'bucketed' batch's micro-batches, each cut to its
+        own width (lever_jax.inputs.packing.bucketed_train_batch): one call per micro-batch."""
+        widths = tuple(host_batch["micro_widths"])
+        if len(widths) != self.accum_steps:
+            raise ValueError(f"bucketed batch has {len(widths)} micro-batches, "
+                             f"accum_steps={self.accum_steps}")
+        zeros, accumulate, _ = self._micro_fns()
+        acc = zeros(state.params)
+        for m in range(len(widths)):
+            acc = accumulate(state, acc, self.micro_batch(host_batch, m), np.int32(m))
+        return acc
+
+    def micro_batch(self, host_batch: Batch, micro: int) -> dict[str, jax.Array]:
+        """Micro-batch `micro` of a 'bucketed' batch, cut to its width, as global arrays sharded
+        on 'data' along the problems."""
+        local = {k: np.asarray(host_batch[k][micro]) for k in self.keys}
+        key = self.model.tokens_key
+        local[key] = local[key][..., :host_batch["micro_widths"][micro]]
+        return partitioning.host_local_batch_to_global(local, self.mesh, self.batch_sharding)
+
+    def _per_micro(self, host_batch: Batch) -> bool:
+        return self.batching == "bucketed" and "micro_widths" in host_batch
+
     def loss_and_grads(self, state: TrainState, host_batch: Batch) -> tuple[dict, Any]:
         """(metrics, gradients) of LEVER's batch loss at `state`, as `train_step` computes them
         before the optimizer update (the same micro-batching, dropout keys and scaling); for
         tests that compare feeds."""
+        if self._per_micro(host_batch):
+            return _batch_loss_and_grads(*self._micro_sums(state, host_batch))
         segs = self._num_segments(host_batch)
         if segs not in self._grad_fns:
             def fn(state: TrainState, batch: Batch) -> tuple[dict, Any]:
                 rng = jax.random.fold_in(state.rng, state.step)
-                grads, sums = self._grad_sums(state.params, batch, rng, segs)
-                n = jnp.maximum(sums["num_problems"], 1.0)
-                return {"loss": sums["loss"] / n, **{k: sums[k] for k in _COUNTS}}, \
-                    jax.tree.map(lambda g: g / n, grads)
+                return _batch_loss_and_grads(*self._grad_sums(state.params, batch, rng, segs))
 
             self._grad_fns[segs] = partitioning.sharded_jit(
                 fn, self.mesh, self.rules, in_shardings=(self.state_shardings, self.train_batch_sharding),
@@ -292,6 +359,8 @@ class Trainer:
 
     def train_step(self, state: TrainState, host_batch: Batch) -> tuple[TrainState, dict]:
         """One optimizer update on this host's rows of the batch; metrics stay on device."""
+        if self._per_micro(host_batch):
+            return self._micro_fns()[2](state, self._micro_sums(state, host_batch))
         return self._jitted_step(self._num_segments(host_batch))(state, self.device_batch(host_batch))
 
     # ------------------------------------------------------------------ scoring
