@@ -24,13 +24,13 @@ def _port() -> int:
         return sock.getsockname()[1]
 
 
-def _start_pair(model_dir: Path, env: dict, logs: Path) -> list[subprocess.Popen]:
+def _start_pair(model_dir: Path, env: dict, logs: Path, extra: list[str] = EXTRA) -> list[subprocess.Popen]:
     address = f"127.0.0.1:{_port()}"
     procs = []
     for i in range(2):
         with open(logs / f"p{i}.log", "a") as log:
             procs.append(subprocess.Popen(
-                cli_command("train") + gin_args(model_dir, EXTRA) +
+                cli_command("train") + gin_args(model_dir, extra) +
                 ["--distributed", "--coordinator_address", address, "--num_processes", "2", "--process_id", str(i)],
                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT))
     return procs
@@ -74,6 +74,30 @@ def test_two_processes_match_two_devices_through_a_kill(tmp_path, jax_cache):
     assert "process 1 of 2, 1 local / 2 global devices" in (tmp_path / "p1.log").read_text()
     assert strip_timing(read_jsonl(cut_dir / "metrics.jsonl")) == want  # written once, by process 0
     assert sorted(p.name for p in (cut_dir / "checkpoints").iterdir() if p.name.isdigit()) == ["20", "24"]
+
+
+@pytest.mark.slow
+def test_two_processes_train_bucketed_micro_batches_as_two_devices(tmp_path, jax_cache):
+    """'bucketed' with accumulation across processes: every process builds the same micro-batch
+    widths from the global batch and holds its own problems of each micro-batch."""
+    env = run_env(jax_cache)
+    extra = [*DROPOUT, "TRAIN_STEPS = 3", "EVAL_PERIOD = 3", "CHECKPOINT_PERIOD = 3", "BATCH_SIZE = 4",
+             "ACCUM_STEPS = 2", "TrainDataConfig.batching = 'bucketed'",
+             "TASK_FEATURE_LENGTHS = {'inputs': 512, 'targets': 1}"]  # GSM8k inputs: widths differ
+    with open(tmp_path / "one.log", "w") as one_log:
+        one = subprocess.Popen(cli_command("train") + gin_args(tmp_path / "one", extra), cwd=REPO,
+                               stdout=one_log, env={**env, "XLA_FLAGS": with_devices(2, env)},
+                               stderr=subprocess.STDOUT)
+    try:
+        _wait(_start_pair(tmp_path / "pair", env, tmp_path, extra), tmp_path)
+        one.wait(timeout=900)
+    finally:
+        if one.poll() is None:
+            one.kill()
+    assert one.returncode == 0, (tmp_path / "one.log").read_text()[-4000:]
+    want = strip_timing(read_jsonl(tmp_path / "one" / "metrics.jsonl"))
+    assert [r["step"] for r in want] == [1, 2, 3] and "eval/summing_agg_rerank_acc" in want[-1]
+    assert strip_timing(read_jsonl(tmp_path / "pair" / "metrics.jsonl")) == want
 
 
 def _kill_pair_after_first_checkpoint(cut_dir: Path, env: dict, logs: Path) -> None:
