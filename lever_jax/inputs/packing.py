@@ -264,7 +264,7 @@ def bucketed_train_batch(tokens: np.ndarray, candidate_mask: np.ndarray, labels:
     if p % (hosts * a):
         raise ValueError(f"{p} problems not divisible by {hosts} hosts x accum_steps={a}")
     lengths = np.where(np.asarray(candidate_mask, bool), sequence_lengths(tokens, pad_id), 0)
-    widths = tuple(min(length, round_up(max(int(lengths[m::a].max(initial=1)), 1), multiple))
+    widths = tuple(min(length, round_up(int(lengths[m::a].max(initial=1)), multiple))
                    for m in range(a))  # global row g is in micro-batch g % a on every host
     per_host = p // hosts
     rows = slice(host * per_host, (host + 1) * per_host)

@@ -28,6 +28,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from typing import Any, Mapping, Optional
 
@@ -170,7 +171,6 @@ class Trainer:
         self._rep = rep
         self._train_steps: dict[int, Any] = {}  # num_segments (static; 0 = not packed) -> jitted step
         self._grad_fns: dict[int, Any] = {}
-        self._micro_jits: Optional[tuple[Any, Any, Any]] = None  # see _micro_fns
         self._score = partitioning.sharded_jit(
             lambda params, batch: self.model.score_batch(params, batch), mesh, rules,
             in_shardings=(self.param_shardings, self.batch_sharding), out_shardings=rep)
@@ -295,21 +295,19 @@ class Trainer:
         (_, sums), grads = grad_fn(state.params)
         return jax.tree.map(jnp.add, acc, (grads, sums))
 
-    def _micro_fns(self) -> tuple[Any, Any, Any]:
-        """Jitted (zero sums, accumulate one micro-batch, optimizer update), built once; the
-        accumulation compiles once per micro-batch width."""
-        if self._micro_jits is None:
-            acc_sh = (self.param_shardings, self._rep)
-            zeros = lambda params: (jax.tree.map(jnp.zeros_like, params), _zero_sums())
-            jit = lambda fn, ins, outs, donate: partitioning.sharded_jit(
-                fn, self.mesh, self.rules, in_shardings=ins, out_shardings=outs, donate_argnums=donate)
-            self._micro_jits = (
-                jit(zeros, (self.param_shardings,), acc_sh, ()),
+    @functools.cached_property
+    def _micro_steps(self) -> tuple[Any, Any, Any]:
+        """Jitted (zero sums, accumulate one micro-batch, optimizer update); the accumulation
+        compiles once per micro-batch width."""
+        acc_sh = (self.param_shardings, self._rep)
+        zeros = lambda params: (jax.tree.map(jnp.zeros_like, params), _zero_sums())
+        jit = lambda fn, ins, outs, donate: partitioning.sharded_jit(
+            fn, self.mesh, self.rules, in_shardings=ins, out_shardings=outs, donate_argnums=donate)
+        return (jit(zeros, (self.param_shardings,), acc_sh, ()),
                 jit(self._accumulate, (self.state_shardings, acc_sh, self.batch_sharding, self._rep),
                     acc_sh, (1,)),
                 jit(lambda state, acc: self._finish(state, *acc), (self.state_shardings, acc_sh),
                     (self.state_shardings, self._rep), (0,)))
-        return self._micro_jits
 
     def _micro_sums(self, state: TrainState, host_batch: Batch) -> tuple[Any, dict]:
         """(gradient sums, metric sums) over a 'bucketed' batch's micro-batches, each cut to its
@@ -318,7 +316,7 @@ class Trainer:
         if len(widths) != self.accum_steps:
             raise ValueError(f"bucketed batch has {len(widths)} micro-batches, "
                              f"accum_steps={self.accum_steps}")
-        zeros, accumulate, _ = self._micro_fns()
+        zeros, accumulate, _ = self._micro_steps
         acc = zeros(state.params)
         for m in range(len(widths)):
             acc = accumulate(state, acc, self.micro_batch(host_batch, m), np.int32(m))
@@ -360,7 +358,8 @@ class Trainer:
     def train_step(self, state: TrainState, host_batch: Batch) -> tuple[TrainState, dict]:
         """One optimizer update on this host's rows of the batch; metrics stay on device."""
         if self._per_micro(host_batch):
-            return self._micro_fns()[2](state, self._micro_sums(state, host_batch))
+            _, _, update = self._micro_steps
+            return update(state, self._micro_sums(state, host_batch))
         return self._jitted_step(self._num_segments(host_batch))(state, self.device_batch(host_batch))
 
     # ------------------------------------------------------------------ scoring
